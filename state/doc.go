@@ -1,0 +1,77 @@
+// Package state is StateLab's state layer: the state primitives a Flink
+// operator uses, the keyed state backends that hold them, the snapshots that
+// copy them out at a checkpoint barrier, and the checkpoint storage those
+// snapshots go to. It mirrors Flink's runtime/state package and keeps its
+// names where a learner will meet them.
+//
+// Main types:
+//
+//   - Codec[T]: how a value becomes bytes (StringCodec, Int64Codec,
+//     BytesCodec, JSONCodec). Every backend stores bytes, as RocksDB does, so
+//     a snapshot is the same stream whichever backend wrote it.
+//   - KeyedBackend: the keyed state of one operator subtask, scoped to a
+//     KeyGroupRange. NewKeyedBackend makes one of kind memory (Flink's
+//     HashMapStateBackend: one Go map per key group) or pebble (Flink's
+//     EmbeddedRocksDBStateBackend: one Pebble LSM per subtask on the node's
+//     local disk, key = [key group u16 BE][state id u16 BE][uvarint key
+//     length][key][user key], so a key-group range is one contiguous scan).
+//   - ValueState, ListState, MapState, ReducingState: typed handles scoped to
+//     the backend's current key, made by Value, List, Map and Reducing.
+//   - OperatorBackend: non-keyed operator state of one subtask: ListState in
+//     split-distribute mode (OperatorList, Flink's getListState), in union
+//     mode (UnionList, getUnionListState), and BroadcastState (Broadcast).
+//     RestoreOperatorBackends hands old snapshots to rescale.Repartition.
+//   - KeyedStateHandle: what a keyed snapshot leaves in checkpoint storage.
+//     A full snapshot is one file with key groups in ascending order and the
+//     offset of each (Flink's KeyGroupRangeOffsets), so a restore of a
+//     sub-range reads only that sub-range's bytes. An incremental snapshot
+//     (pebble only) lists the SST files of a Pebble checkpoint: new ones are
+//     uploaded to shared/, old ones are referenced again.
+//   - CheckpointStorage: where snapshots go. NewJobManagerStorage keeps them
+//     in memory with Flink's per-state cap (5 MiB by default);
+//     NewFileSystemStorage writes Flink's layout <dir>/<job>/chk-<n>/_metadata,
+//     <dir>/<job>/shared/, <dir>/<job>/taskowned/, keeps the last k completed
+//     checkpoints, and keeps savepoints until told otherwise.
+//   - CheckpointMetadata: a completed checkpoint: per operator, per subtask,
+//     the keyed handle and the operator state snapshot.
+//
+// Nothing here starts a goroutine (Pebble runs its own flushes and
+// compactions), reads the wall clock or draws a random number, so a
+// deterministic driver can call it.
+//
+// Contract for the engine, per keyed operator subtask:
+//
+//  1. Create the backend with NewKeyedBackend (fresh start) or
+//     RestoreKeyedBackend (from one or more handles; each is clipped to the
+//     new KeyGroupRange). For pebble, KeyedBackendConfig.Dir is a directory
+//     on the node's local disk that does not exist yet or is empty.
+//  2. Obtain typed handles by name once: Value, List, Map, Reducing. A name
+//     keeps its kind for the life of the job. Handles are bound to the
+//     backend that made them; after a restore, obtain them again.
+//  3. Before each record, call SetCurrentKey(serialized key, key group). The
+//     key group must lie in the backend's range (compute it with rescale,
+//     e.g. rescale.KeyGroupForString). Handles read and write that key only.
+//  4. At a checkpoint barrier, call Snapshot(target, storage) synchronously
+//     before processing the next record; it returns a KeyedStateHandle that
+//     is already durable in storage (memory: serialised at once; pebble:
+//     flush + Pebble Checkpoint, then upload).
+//  5. When the coordinator completes or aborts checkpoint n, call
+//     NotifyCheckpointComplete(n) / NotifyCheckpointAborted(n): an
+//     incremental snapshot only reuses files of checkpoints confirmed this way.
+//  6. Close the backend when the subtask stops. If the node crashed, Close it
+//     and remove its local directory (RemoveLocalDir); Close tolerates a
+//     directory that has already vanished.
+//
+// Contract for the checkpoint coordinator:
+//
+//  1. Collect each subtask's KeyedStateHandle and OperatorSnapshot into a
+//     CheckpointMetadata and call storage.CompleteCheckpoint; it writes
+//     _metadata, registers shared files, and deletes checkpoints (and shared
+//     files) the retention policy subsumes. On failure call AbortCheckpoint.
+//  2. To restore, take storage.Checkpoints() newest first; Load and Verify
+//     each; use the first that passes (an error names the file and the
+//     checkpoint, so it can be shown and the previous one tried).
+//  3. For a new parallelism use rescale.NewPlan: new subtask i restores from
+//     the keyed handles of the old subtasks in Plan.Subtasks[i].Reads, and
+//     RestoreOperatorBackends repartitions operator state.
+package state
