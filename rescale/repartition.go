@@ -122,7 +122,7 @@ func Repartition[T any](old []SubtaskState[T], newParallelism int) ([]map[string
 		return nil
 	}
 	unionAll := func(name string) []T {
-		var all []T
+		all := []T{}
 		for _, j := range holders[name] {
 			all = append(all, get(j, name)...)
 		}
@@ -229,61 +229,118 @@ func splitNameOrder[T any](old []SubtaskState[T]) []string {
 			}
 		}
 	}
-	return javaHashMapOrder(inserted, 0)
+	// groupByStateMode fills its HashMap with computeIfAbsent.
+	m := newJavaHashMap(0)
+	for _, n := range inserted {
+		m.computeIfAbsent(n)
+	}
+	return m.keys()
 }
 
-// javaHashMapOrder returns the iteration order of a java.util.HashMap[String,…]
-// built with new HashMap<>(initialCapacity) (0 = the default constructor)
-// after putting keys in the given order. Iteration walks buckets in index
-// order, and within a bucket keeps insertion order; resizing preserves it.
-// Not emulated: tree bins, which Java only builds once nine keys share one
-// bucket of a table of 64 or more.
-func javaHashMapOrder(keys []string, initialCapacity int) []string {
-	if len(keys) < 2 {
-		return keys
-	}
-	capacity, threshold := 16, 12
+// javaHashMap reproduces the iteration order of a java.util.HashMap with
+// String keys: a table of buckets walked in index order. put appends to a
+// bucket, computeIfAbsent prepends; a resize splits each bucket keeping the
+// relative order of its keys. Not reproduced: tree bins, which Java builds
+// only once eight or more keys share one bucket of a table of 64 or more.
+type javaHashMap struct {
+	initialCapacity int // 0 = new HashMap<>()
+	threshold, size int
+	table           [][]string
+}
+
+func newJavaHashMap(initialCapacity int) *javaHashMap {
+	m := &javaHashMap{initialCapacity: initialCapacity}
 	if initialCapacity > 0 {
-		capacity = tableSizeFor(initialCapacity)
-		threshold = int(float32(capacity) * 0.75)
+		m.threshold = tableSizeFor(initialCapacity)
 	}
-	spread := func(k string) uint32 {
-		h := uint32(JavaStringHashCode(k))
-		return h ^ h>>16
-	}
-	resize := func() {
-		old := capacity
-		capacity *= 2
-		if old >= 16 {
-			threshold *= 2
-		} else {
-			threshold = int(float32(capacity) * 0.75)
+	return m
+}
+
+func javaSpread(k string) uint32 {
+	h := uint32(JavaStringHashCode(k))
+	return h ^ h>>16
+}
+
+// resize is HashMap.resize.
+func (m *javaHashMap) resize() {
+	oldCap := len(m.table)
+	var newCap, newThr int
+	switch {
+	case oldCap > 0:
+		newCap = oldCap * 2
+		if oldCap >= 16 {
+			newThr = m.threshold * 2
 		}
+	case m.threshold > 0:
+		newCap = m.threshold
+	default:
+		newCap, newThr = 16, 12
 	}
-	for n := 1; n <= len(keys); n++ {
-		// A bucket reaching nine entries in a small table makes Java resize
-		// instead of building a tree bin (HashMap.treeifyBin).
-		if capacity < 64 {
-			b := spread(keys[n-1]) & uint32(capacity-1)
-			same := 0
-			for _, k := range keys[:n] {
-				if spread(k)&uint32(capacity-1) == b {
-					same++
-				}
+	if newThr == 0 {
+		newThr = int(float32(newCap) * 0.75)
+	}
+	table := make([][]string, newCap)
+	for j, bin := range m.table {
+		for _, k := range bin {
+			if javaSpread(k)&uint32(oldCap) == 0 {
+				table[j] = append(table[j], k)
+			} else {
+				table[j+oldCap] = append(table[j+oldCap], k)
 			}
-			if same >= 9 {
-				resize()
-			}
-		}
-		if n > threshold {
-			resize()
 		}
 	}
-	out := slices.Clone(keys)
-	slices.SortStableFunc(out, func(a, b string) int {
-		return int(spread(a)&uint32(capacity-1)) - int(spread(b)&uint32(capacity-1))
-	})
+	m.table, m.threshold = table, newThr
+}
+
+func (m *javaHashMap) bucket(k string) int { return int(javaSpread(k) & uint32(len(m.table)-1)) }
+
+// put is HashMap.put of a new key.
+func (m *javaHashMap) put(k string) {
+	if len(m.table) == 0 {
+		m.resize()
+	}
+	i := m.bucket(k)
+	m.table[i] = append(m.table[i], k)
+	if len(m.table[i]) >= 9 && len(m.table) < 64 { // treeifyBin on a small table resizes
+		m.resize()
+	}
+	m.size++
+	if m.size > m.threshold {
+		m.resize()
+	}
+}
+
+// computeIfAbsent is HashMap.computeIfAbsent of a new key: it resizes before
+// inserting, and puts the new key at the head of its bucket.
+func (m *javaHashMap) computeIfAbsent(k string) {
+	if m.size > m.threshold || len(m.table) == 0 {
+		m.resize()
+	}
+	i := m.bucket(k)
+	before := len(m.table[i])
+	m.table[i] = append([]string{k}, m.table[i]...)
+	if before >= 8 && len(m.table) < 64 {
+		m.resize()
+	}
+	m.size++
+}
+
+func (m *javaHashMap) keys() []string {
+	var out []string
+	for _, bin := range m.table {
+		out = append(out, bin...)
+	}
 	return out
+}
+
+// javaHashMapOrder is the iteration order of new HashMap<>(initialCapacity)
+// after put(k) for each key in order.
+func javaHashMapOrder(keys []string, initialCapacity int) []string {
+	m := newJavaHashMap(initialCapacity)
+	for _, k := range keys {
+		m.put(k)
+	}
+	return m.keys()
 }
 
 // tableSizeFor is HashMap.tableSizeFor: the next power of two >= c (at least 1).

@@ -115,3 +115,14 @@ func usageError(io IO, cmd, format string, a ...any) (int, bool) {
 	fmt.Fprintf(io.Err, "%s: %s\n", cmd, fmt.Sprintf(format, a...))
 	return exitUsage, true
 }
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
