@@ -70,6 +70,9 @@ var (
 // KeyedBackendConfig describes one operator subtask's keyed backend.
 type KeyedBackendConfig struct {
 	Kind BackendKind
+	// Name is the subtask as people read it (count#1); it prefixes the names
+	// of the backend's checkpoint files. Optional.
+	Name string
 	// Dir is the pebble working directory on the node's local disk; it must
 	// not exist yet or be empty. Ignored by the memory backends.
 	Dir string

@@ -46,6 +46,10 @@ type ReducingState[T any] interface {
 	Clear() error
 }
 
+// entryRenderer shows a state's stored bytes in the inspector; a nil
+// renderer falls back to RenderBytes.
+type entryRenderer struct{ userKey, value renderer }
+
 // stateID is a state's number inside one backend; it is part of every Pebble
 // key and of every entry of a full snapshot.
 type stateID = uint16
@@ -56,7 +60,7 @@ type stateID = uint16
 // backend returns are valid until its next call.
 type rawBackend interface {
 	KeyedBackend
-	register(name string, kind StateKind, render renderer) (stateID, error)
+	register(name string, kind StateKind, r entryRenderer) (stateID, error)
 	get(id stateID, userKey []byte) ([]byte, bool, error)
 	put(id stateID, userKey, value []byte) error
 	// appendValue appends value's bytes to the current value (list add).
@@ -82,7 +86,7 @@ func Value[T any](b KeyedBackend, name string, c Codec[T]) (ValueState[T], error
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindValue, rendererFor(c))
+	id, err := rb.register(name, KindValue, entryRenderer{value: rendererFor(c)})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +129,7 @@ func List[T any](b KeyedBackend, name string, c Codec[T]) (ListState[T], error) 
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindList, listRenderer(rendererFor(c)))
+	id, err := rb.register(name, KindList, entryRenderer{value: listRenderer(rendererFor(c))})
 	if err != nil {
 		return nil, err
 	}
@@ -231,23 +235,11 @@ func Map[K, V any](b KeyedBackend, name string, kc Codec[K], vc Codec[V]) (MapSt
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindMap, mapRenderer(rendererFor(kc), rendererFor(vc)))
+	id, err := rb.register(name, KindMap, entryRenderer{userKey: rendererFor(kc), value: rendererFor(vc)})
 	if err != nil {
 		return nil, err
 	}
 	return &mapState[K, V]{b: rb, id: id, kc: kc, vc: vc, name: name}, nil
-}
-
-// mapRenderer renders a map entry stored as uvarint(len(userKey)) userKey
-// value, which is how Entries hands map entries to a state's renderer.
-func mapRenderer(k, v renderer) renderer {
-	return func(raw []byte) string {
-		n, w := binary.Uvarint(raw)
-		if w <= 0 || uint64(len(raw)-w) < n {
-			return RenderBytes(raw)
-		}
-		return k(raw[w:w+int(n)]) + "=" + v(raw[w+int(n):])
-	}
 }
 
 type mapState[K, V any] struct {
@@ -333,7 +325,7 @@ func Reducing[T any](b KeyedBackend, name string, c Codec[T], reduce func(acc, v
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindReducing, rendererFor(c))
+	id, err := rb.register(name, KindReducing, entryRenderer{value: rendererFor(c)})
 	if err != nil {
 		return nil, err
 	}

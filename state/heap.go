@@ -1,0 +1,453 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/statelab/statelab/rescale"
+)
+
+// heapBackend keeps keyed state in Go maps, one set per key group, like
+// Flink's HashMapStateBackend (which keeps a StateTable per key group so that
+// a snapshot can write key groups one by one). Values are stored serialized.
+type heapBackend struct {
+	cfg    KeyedBackendConfig
+	states []StateInfo // by id
+	byName map[string]stateID
+	render []entryRenderer // by id; zero until registered
+	kgs    []heapKeyGroup
+
+	key    []byte
+	kg     int // -1: unset
+	kgi    int // kg - range start
+	closed bool
+
+	// A get followed by a put of the same state for the same key is the
+	// common case (read, modify, write); the entry found by get is kept so
+	// the put writes it in place without a second map lookup. Any other
+	// call through the same state, or a new current key, invalidates it.
+	cacheID    stateID
+	cacheEntry *heapEntry
+	cacheValid bool
+
+	metrics BackendMetrics
+}
+
+type heapKeyGroup struct {
+	tables []*heapTable // by state id; nil until used
+}
+
+type heapTable struct {
+	values map[string]*heapEntry        // value, list and reducing state
+	maps   map[string]map[string][]byte // map state: key -> user key -> value
+}
+
+type heapEntry struct{ b []byte }
+
+var _ rawBackend = (*heapBackend)(nil)
+
+func newHeapBackend(cfg KeyedBackendConfig) *heapBackend {
+	return &heapBackend{cfg: cfg, byName: map[string]stateID{}, kgs: make([]heapKeyGroup, cfg.KeyGroupRange.Len()), kg: -1,
+		metrics: BackendMetrics{Kind: cfg.Kind, KeyGroupRange: cfg.KeyGroupRange}}
+}
+
+func (b *heapBackend) Kind() BackendKind                    { return b.cfg.Kind }
+func (b *heapBackend) MaxParallelism() int                  { return b.cfg.MaxParallelism }
+func (b *heapBackend) KeyGroupRange() rescale.KeyGroupRange { return b.cfg.KeyGroupRange }
+
+func (b *heapBackend) SetCurrentKey(key []byte, keyGroup int) error {
+	if b.closed {
+		return ErrClosed
+	}
+	if !b.cfg.KeyGroupRange.Contains(keyGroup) {
+		return fmt.Errorf("%w: key group %d, backend owns %v", ErrKeyGroupOutOfRange, keyGroup, b.cfg.KeyGroupRange)
+	}
+	b.key = append(b.key[:0], key...)
+	b.kg, b.kgi = keyGroup, keyGroup-b.cfg.KeyGroupRange.Start
+	b.cacheValid = false
+	return nil
+}
+
+func (b *heapBackend) CurrentKey() ([]byte, int) {
+	if b.kg < 0 {
+		return nil, -1
+	}
+	return b.key, b.kg
+}
+
+// registerInfo gives name an id (or finds it), checking the kind.
+func registerInfo(states *[]StateInfo, byName map[string]stateID, name string, kind StateKind) (stateID, error) {
+	if name == "" {
+		return 0, fmt.Errorf("state: a state needs a name")
+	}
+	if id, ok := byName[name]; ok {
+		if k := (*states)[id].Kind; k != kind {
+			return 0, fmt.Errorf("%w: %q is %s state, asked for %s", ErrStateKind, name, k, kind)
+		}
+		return id, nil
+	}
+	if len(*states) > 0xFFFF {
+		return 0, fmt.Errorf("state: too many states (at most 65536)")
+	}
+	id := stateID(len(*states))
+	*states = append(*states, StateInfo{Name: name, Kind: kind, ID: id})
+	byName[name] = id
+	return id, nil
+}
+
+func (b *heapBackend) register(name string, kind StateKind, r entryRenderer) (stateID, error) {
+	if b.closed {
+		return 0, ErrClosed
+	}
+	id, err := registerInfo(&b.states, b.byName, name, kind)
+	if err != nil {
+		return 0, err
+	}
+	for len(b.render) <= int(id) {
+		b.render = append(b.render, entryRenderer{})
+	}
+	b.render[id] = r
+	return id, nil
+}
+
+func (b *heapBackend) States() []StateInfo { return slices.Clone(b.states) }
+
+// table returns the current key group's table for id, creating it if asked.
+func (b *heapBackend) table(id stateID, create bool) (*heapTable, error) {
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if b.kg < 0 {
+		return nil, ErrNoCurrentKey
+	}
+	return b.tableAt(b.kgi, id, create), nil
+}
+
+func (b *heapBackend) tableAt(kgi int, id stateID, create bool) *heapTable {
+	g := &b.kgs[kgi]
+	if int(id) < len(g.tables) && g.tables[id] != nil {
+		return g.tables[id]
+	}
+	if !create {
+		return nil
+	}
+	for len(g.tables) <= int(id) {
+		g.tables = append(g.tables, nil)
+	}
+	t := &heapTable{}
+	if b.states[id].Kind == KindMap {
+		t.maps = map[string]map[string][]byte{}
+	} else {
+		t.values = map[string]*heapEntry{}
+	}
+	g.tables[id] = t
+	return t
+}
+
+func (b *heapBackend) get(id stateID, userKey []byte) ([]byte, bool, error) {
+	t, err := b.table(id, false)
+	if err != nil || t == nil {
+		b.cacheValid = false
+		return nil, false, err
+	}
+	if userKey != nil {
+		v, ok := t.maps[string(b.key)][string(userKey)]
+		return v, ok, nil
+	}
+	e := t.values[string(b.key)]
+	b.cacheID, b.cacheEntry, b.cacheValid = id, e, e != nil
+	if e == nil {
+		return nil, false, nil
+	}
+	return e.b, true, nil
+}
+
+func (b *heapBackend) put(id stateID, userKey, value []byte) error {
+	if userKey == nil && b.cacheValid && b.cacheID == id {
+		b.cacheEntry.b = append(b.cacheEntry.b[:0], value...)
+		return nil
+	}
+	t, err := b.table(id, true)
+	if err != nil {
+		return err
+	}
+	if userKey != nil {
+		m := t.maps[string(b.key)]
+		if m == nil {
+			m = map[string][]byte{}
+			t.maps[string(b.key)] = m
+		}
+		m[string(userKey)] = bytes.Clone(value)
+		return nil
+	}
+	e := t.values[string(b.key)]
+	if e == nil {
+		e = &heapEntry{}
+		t.values[string(b.key)] = e
+	}
+	e.b = append(e.b[:0], value...)
+	b.cacheID, b.cacheEntry, b.cacheValid = id, e, true
+	return nil
+}
+
+func (b *heapBackend) appendValue(id stateID, value []byte) error {
+	t, err := b.table(id, true)
+	if err != nil {
+		return err
+	}
+	b.cacheValid = false
+	e := t.values[string(b.key)]
+	if e == nil {
+		e = &heapEntry{}
+		t.values[string(b.key)] = e
+	}
+	e.b = append(e.b, value...)
+	return nil
+}
+
+func (b *heapBackend) remove(id stateID, userKey []byte) error {
+	t, err := b.table(id, false)
+	b.cacheValid = false
+	if err != nil || t == nil {
+		return err
+	}
+	if userKey == nil {
+		delete(t.values, string(b.key))
+		return nil
+	}
+	if m := t.maps[string(b.key)]; m != nil {
+		delete(m, string(userKey))
+		if len(m) == 0 {
+			delete(t.maps, string(b.key))
+		}
+	}
+	return nil
+}
+
+func (b *heapBackend) iterate(id stateID, fn func(userKey, value []byte) bool) error {
+	t, err := b.table(id, false)
+	if err != nil || t == nil {
+		return err
+	}
+	m := t.maps[string(b.key)]
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !fn([]byte(k), m[k]) {
+			break
+		}
+	}
+	return nil
+}
+
+func (b *heapBackend) clear(id stateID) error {
+	t, err := b.table(id, false)
+	b.cacheValid = false
+	if err != nil || t == nil {
+		return err
+	}
+	if t.maps != nil {
+		delete(t.maps, string(b.key))
+	} else {
+		delete(t.values, string(b.key))
+	}
+	return nil
+}
+
+// forEach visits the entries of key-group index kgi in snapshot order (state
+// id, key, user key). fn's slices must not be retained.
+func (b *heapBackend) forEach(kgi int, fn func(id stateID, key, userKey, value []byte) error) error {
+	g := &b.kgs[kgi]
+	for id, t := range g.tables {
+		if t == nil {
+			continue
+		}
+		if t.maps != nil {
+			for _, k := range slices.Sorted(maps.Keys(t.maps)) {
+				m := t.maps[k]
+				for _, uk := range slices.Sorted(maps.Keys(m)) {
+					if err := fn(stateID(id), []byte(k), []byte(uk), m[uk]); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(t.values)) {
+			if err := fn(stateID(id), []byte(k), nil, t.values[k].b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *heapBackend) Entries(r rescale.KeyGroupRange, limit int) ([]Entry, error) {
+	if b.closed {
+		return nil, ErrClosed
+	}
+	x := r.Intersection(b.cfg.KeyGroupRange)
+	out := []Entry{}
+	stop := fmt.Errorf("limit")
+	for g := x.Start; g <= x.End; g++ {
+		err := b.forEach(g-b.cfg.KeyGroupRange.Start, func(id stateID, key, userKey, value []byte) error {
+			if limit > 0 && len(out) >= limit {
+				return stop
+			}
+			out = append(out, renderEntry(b.states[id], b.rendererOf(id), b.cfg.KeyRenderer, g, key, userKey, value))
+			return nil
+		})
+		if err == stop {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (b *heapBackend) rendererOf(id stateID) entryRenderer {
+	if int(id) < len(b.render) {
+		return b.render[id]
+	}
+	return entryRenderer{}
+}
+
+// renderEntry renders one entry for the inspector; a state restored but not
+// registered again has no renderer and is shown with RenderBytes.
+func renderEntry(st StateInfo, r entryRenderer, kr func([]byte) string, g int, key, userKey, value []byte) Entry {
+	e := Entry{State: st.Name, Kind: st.Kind, KeyGroup: g, Key: kr(key), Value: orRaw(r.value)(value)}
+	if userKey != nil {
+		e.UserKey = orRaw(r.userKey)(userKey)
+	}
+	return e
+}
+
+func orRaw(r renderer) renderer {
+	if r == nil {
+		return RenderBytes
+	}
+	return r
+}
+
+func (b *heapBackend) KeyGroupMetrics() ([]KeyGroupMetrics, error) {
+	if b.closed {
+		return nil, ErrClosed
+	}
+	out := make([]KeyGroupMetrics, len(b.kgs))
+	for i := range b.kgs {
+		out[i].KeyGroup = b.cfg.KeyGroupRange.Start + i
+		for _, t := range b.kgs[i].tables {
+			if t == nil {
+				continue
+			}
+			for k, e := range t.values {
+				out[i].Keys++
+				out[i].Bytes += int64(len(k) + len(e.b))
+			}
+			for k, m := range t.maps {
+				out[i].Keys++
+				for uk, v := range m {
+					out[i].Bytes += int64(len(k) + len(uk) + len(v))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (b *heapBackend) Metrics() (BackendMetrics, error) {
+	kgm, err := b.KeyGroupMetrics()
+	if err != nil {
+		return BackendMetrics{}, err
+	}
+	m := b.metrics
+	m.Keys, m.Bytes = 0, 0
+	for _, g := range kgm {
+		m.Keys += g.Keys
+		m.Bytes += g.Bytes
+	}
+	return m, nil
+}
+
+func (b *heapBackend) Snapshot(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
+	if b.closed {
+		return nil, ErrClosed
+	}
+	fw, err := storage.CreateFile(target, Exclusive, snapshotFileName(b.cfg.Name, b.cfg.KeyGroupRange))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot checkpoint %d: %w", target.CheckpointID, err)
+	}
+	w, err := newFullWriter(fw, b.cfg.MaxParallelism, b.cfg.KeyGroupRange, b.States())
+	if err == nil {
+		for i := range b.kgs {
+			if err = w.beginKeyGroup(b.cfg.KeyGroupRange.Start + i); err != nil {
+				break
+			}
+			if err = b.forEach(i, w.entry); err != nil {
+				break
+			}
+		}
+	}
+	var ref FileRef
+	var offsets []int64
+	if err == nil {
+		ref, offsets, err = w.finish()
+	}
+	if err != nil {
+		fw.Abort()
+		return nil, fmt.Errorf("snapshot checkpoint %d: %w", target.CheckpointID, err)
+	}
+	h := &KeyedStateHandle{Backend: b.cfg.Kind, Format: FormatFull, CheckpointID: target.CheckpointID,
+		MaxParallelism: b.cfg.MaxParallelism, KeyGroupRange: b.cfg.KeyGroupRange, States: b.States(),
+		File: &ref, Offsets: offsets, StateSize: ref.Size, CheckpointedSize: ref.Size}
+	b.metrics.LastCheckpointID = target.CheckpointID
+	b.metrics.LastCheckpointSize, b.metrics.LastCheckpointUploaded = ref.Size, ref.Size
+	b.metrics.LastCheckpointIncremental = false
+	return h, nil
+}
+
+func (b *heapBackend) NotifyCheckpointComplete(int64) {}
+func (b *heapBackend) NotifyCheckpointAborted(int64)  {}
+
+func (b *heapBackend) Close() error {
+	b.closed = true
+	b.kgs = nil
+	return nil
+}
+
+// restoreHeapBackend reads the handles' key groups that fall in the new range.
+func restoreHeapBackend(cfg KeyedBackendConfig, storage CheckpointStorage, handles []*KeyedStateHandle) (KeyedBackend, error) {
+	if err := checkHandles(cfg, handles); err != nil {
+		return nil, err
+	}
+	b := newHeapBackend(cfg)
+	var read int64
+	for _, h := range handles {
+		if h == nil {
+			continue
+		}
+		n, err := readFull(storage, h, cfg.KeyGroupRange, func(e *fullEntry) error {
+			id, err := registerInfo(&b.states, b.byName, e.state.Name, e.state.Kind)
+			if err != nil {
+				return fmt.Errorf("%w: checkpoint %d", err, h.CheckpointID)
+			}
+			t := b.tableAt(e.keyGroup-cfg.KeyGroupRange.Start, id, true)
+			if e.userKey != nil {
+				m := t.maps[string(e.key)]
+				if m == nil {
+					m = map[string][]byte{}
+					t.maps[string(e.key)] = m
+				}
+				m[string(e.userKey)] = bytes.Clone(e.value)
+				return nil
+			}
+			t.values[string(e.key)] = &heapEntry{b: bytes.Clone(e.value)}
+			return nil
+		})
+		read += n
+		if err != nil {
+			return nil, fmt.Errorf("restore key groups %v: %w", cfg.KeyGroupRange, err)
+		}
+	}
+	b.metrics.RestoreBytesRead = read
+	return b, nil
+}
