@@ -203,7 +203,7 @@ func TestFlinkErrorOnOneJobKeepsTheOthers(t *testing.T) {
 	require.ErrorAs(t, s.Warnings[0].Err, &fe)
 	assert.Equal(t, "GET /jobs/"+v117Job, fe.Endpoint)
 	assert.Equal(t, "Internal server error. <Exception on server side:", fe.Message)
-	assert.Contains(t, s.Warnings[0].Message, "skipped job "+v117Job)
+	assert.Contains(t, s.Warnings[0].Message, "this job is skipped")
 	assert.Contains(t, s.Warnings[0].Message, "JobManager's log")
 }
 

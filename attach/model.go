@@ -181,7 +181,7 @@ func (c *Client) Snapshot(ctx context.Context, opts Options) (Snapshot, error) {
 			if errors.Is(err, ErrUnreachable) || ctx.Err() != nil {
 				return Snapshot{}, err
 			}
-			s.Warnings = append(s.Warnings, newWarning(entry.ID, fmt.Errorf("skipped job %s: %w", entry.ID, err)))
+			s.Warnings = append(s.Warnings, newWarning(entry.ID, fmt.Errorf("%w; this job is skipped, the others are shown", err)))
 			continue
 		}
 		s.Jobs = append(s.Jobs, job)
