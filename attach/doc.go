@@ -40,7 +40,7 @@
 //   - Poller: snapshots at an interval, keeps the last good one and the last
 //     error.
 //   - Errors: ErrUnreachable, ErrNotFlink, ErrJobNotFound, ErrMissingField,
-//     ErrFlink, ErrCheckpointingDisabled, each with a concrete type whose
+//     ErrFlink, ErrCheckpointingDisabled; all but the last have a concrete type whose
 //     message says what was wrong and what to do.
 //
 // # Contract
