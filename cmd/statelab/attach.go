@@ -92,7 +92,9 @@ func runAttach(ctx context.Context, args []string, io IO) int {
 	opts := attach.Options{JobID: *jobID, MaxParallelism: fallback}
 	render := func(s attach.Snapshot) error {
 		if *asJSON {
-			return json.NewEncoder(io.Out).Encode(s.Document())
+			enc := json.NewEncoder(io.Out)
+			enc.SetEscapeHTML(false) // vertex names like "Source -> Map" stay readable
+			return enc.Encode(s.Document())
 		}
 		return writeAttachReport(io.Out, s, rep)
 	}
