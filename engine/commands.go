@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Command names, as the web protocol spells them. Driver controls (pause,
+// resume, step, speed, reset, snapshot) are methods of the drivers, not
+// commands: they do not change what the job does, only when.
+const (
+	CmdCrashSubtask       = "crash-subtask"       // Task
+	CmdCrashTaskManager   = "crash-taskmanager"   // TaskManager
+	CmdRestartTaskManager = "restart-taskmanager" // TaskManager
+	CmdAddTaskManager     = "add-taskmanager"     // (none)
+	CmdTriggerCheckpoint  = "trigger-checkpoint"  // (none)
+	CmdTriggerSavepoint   = "trigger-savepoint"   // (none)
+	CmdRescale            = "rescale"             // Operator, Parallelism
+	CmdInject             = "inject"              // Operator, Partition (-1 = next in turn), Text
+)
+
+// Command is one thing a user (or a lesson, or the chaos run) does to the
+// job. Only the fields its Name lists are read.
+type Command struct {
+	Name        string `json:"name"`
+	Task        string `json:"task,omitempty"`
+	TaskManager string `json:"taskManager,omitempty"`
+	Operator    string `json:"operator,omitempty"`
+	Parallelism int    `json:"parallelism,omitempty"`
+	Partition   int    `json:"partition,omitempty"`
+	Text        string `json:"text,omitempty"`
+}
+
+func (c Command) String() string {
+	var b strings.Builder
+	b.WriteString(c.Name)
+	add := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, " %s=%s", k, v)
+		}
+	}
+	add("task", c.Task)
+	add("taskManager", c.TaskManager)
+	add("operator", c.Operator)
+	if c.Name == CmdRescale {
+		add("parallelism", fmt.Sprint(c.Parallelism))
+	}
+	if c.Name == CmdInject {
+		add("partition", fmt.Sprint(c.Partition))
+		add("text", fmt.Sprintf("%q", c.Text))
+	}
+	return b.String()
+}
+
+// LoggedCommand is a command with the Stepper step before which it was
+// applied. Replaying the log on a Stepper of the same spec and seed gives
+// the same run.
+type LoggedCommand struct {
+	Step    int64   `json:"step"`
+	Command Command `json:"command"`
+	// Failed records that the command was refused (it is replayed anyway:
+	// a refusal is part of the run).
+	Failed bool   `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// do applies cmd and logs it.
+func (c *core) do(cmd Command, step int64) error {
+	err := c.apply(cmd)
+	lc := LoggedCommand{Step: step, Command: cmd}
+	msg := "command " + cmd.String()
+	if err != nil {
+		lc.Failed, lc.Error = true, err.Error()
+		msg += " refused: " + err.Error()
+	}
+	c.cmdLog = append(c.cmdLog, lc)
+	cp := cmd
+	c.publish(Event{Kind: EvCommand, Command: &cp, Message: msg})
+	return err
+}
+
+func (c *core) apply(cmd Command) error {
+	if c.terminal && cmd.Name != CmdAddTaskManager && cmd.Name != CmdRestartTaskManager && cmd.Name != CmdInject {
+		return fmt.Errorf("%w: the job is %s", ErrJobTerminal, c.status)
+	}
+	switch cmd.Name {
+	case CmdCrashSubtask:
+		return c.crashSubtask(cmd.Task)
+	case CmdCrashTaskManager:
+		return c.crashTaskManager(cmd.TaskManager)
+	case CmdRestartTaskManager:
+		return c.restartTaskManager(cmd.TaskManager)
+	case CmdAddTaskManager:
+		c.addTaskManager()
+		return nil
+	case CmdTriggerCheckpoint:
+		_, err := c.triggerCheckpoint(false, false)
+		return err
+	case CmdTriggerSavepoint:
+		_, err := c.triggerCheckpoint(true, false)
+		return err
+	case CmdRescale:
+		return c.rescale(cmd.Operator, cmd.Parallelism)
+	case CmdInject:
+		return c.inject(cmd.Operator, cmd.Partition, cmd.Text)
+	}
+	return fmt.Errorf("%w: unknown command %q (want %s)", ErrBadCommand, cmd.Name,
+		strings.Join([]string{CmdCrashSubtask, CmdCrashTaskManager, CmdRestartTaskManager, CmdAddTaskManager,
+			CmdTriggerCheckpoint, CmdTriggerSavepoint, CmdRescale, CmdInject}, ", "))
+}

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/statelab/statelab/state"
+)
+
+// maxHistory is how many checkpoints the statistics keep, as Flink's
+// web.checkpoints.history (default 10) but larger for lessons.
+const maxHistory = 50
+
+// coordinator is the CheckpointCoordinator's bookkeeping; its logic lives in
+// methods on core, which owns the execution it talks to.
+type coordinator struct {
+	nextID        int64
+	pending       map[int64]*pendingCheckpoint
+	history       []*CheckpointStats
+	counts        CheckpointCounts
+	lastEnd       time.Duration
+	latestRestore *RestoreStats
+}
+
+type pendingCheckpoint struct {
+	id        int64
+	savepoint bool
+	stop      bool
+	trigger   time.Duration
+	attempt   int
+	states    map[*subtask]*state.SubtaskState
+	stats     *CheckpointStats
+}
+
+func (co *coordinator) pendingList() []*pendingCheckpoint {
+	out := make([]*pendingCheckpoint, 0, len(co.pending))
+	for _, p := range co.pending {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *pendingCheckpoint) int { return int(a.id - b.id) })
+	return out
+}
+
+func (co *coordinator) addHistory(s *CheckpointStats) {
+	co.history = append(co.history, s)
+	if len(co.history) > maxHistory {
+		co.history = co.history[len(co.history)-maxHistory:]
+	}
+}
+
+// periodicCheckpoint is the checkpoint timer: it triggers a checkpoint when
+// none is pending, the min pause has passed and every subtask runs, and
+// re-arms itself.
+func (c *core) periodicCheckpoint() {
+	if c.terminal {
+		return
+	}
+	c.drv.after(c.spec.Checkpointing.Interval.D(), c.periodicCheckpoint)
+	if c.rescaling != nil || len(c.coord.pending) > 0 {
+		return
+	}
+	if c.clock()-c.coord.lastEnd < c.spec.Checkpointing.MinPause.D() && c.coord.lastEnd > 0 {
+		return
+	}
+	_, _ = c.triggerCheckpoint(false, false)
+}
+
+// triggerCheckpoint starts checkpoint (or savepoint) n at the sources.
+func (c *core) triggerCheckpoint(savepoint, stop bool) (int64, error) {
+	if c.status != JobRunning || c.ex == nil {
+		return 0, fmt.Errorf("%w: the job is %s", ErrCheckpoint, c.status)
+	}
+	if !c.allTasks(TaskRunning) {
+		return 0, fmt.Errorf("%w: not all subtasks are RUNNING yet", ErrCheckpoint)
+	}
+	id := c.coord.nextID
+	c.coord.nextID++
+	now := c.clock()
+	p := &pendingCheckpoint{id: id, savepoint: savepoint, stop: stop, trigger: now, attempt: c.ex.attempt,
+		states: map[*subtask]*state.SubtaskState{}}
+	p.stats = &CheckpointStats{ID: id, Savepoint: savepoint, Stop: stop, Status: CheckpointInProgress, TriggerTime: now,
+		Total: len(c.ex.tasks), Subtasks: []AckStats{}}
+	if c.coord.pending == nil {
+		c.coord.pending = map[int64]*pendingCheckpoint{}
+	}
+	c.coord.pending[id] = p
+	c.coord.counts.Triggered++
+	c.coord.addHistory(p.stats)
+	what := "checkpoint"
+	if savepoint {
+		what = "savepoint"
+		if stop {
+			what = "stop-with-savepoint"
+		}
+	}
+	c.publish(Event{Kind: EvCheckpointTrigger, Checkpoint: id, Savepoint: savepoint, Stats: copyStats(p.stats),
+		Message: fmt.Sprintf("%s %d triggered at the sources", what, id)})
+	b := barrier{ID: id, Savepoint: savepoint, Stop: stop, Time: int64(now)}
+	for _, t := range c.ex.tasks {
+		if t.src != nil || t.op.spec.Kind == KindSource {
+			t.sendCtl(control{kind: ctlTrigger, attempt: c.ex.attempt, barrier: b, seq: c.nextSeq()})
+			c.drv.wake(t)
+		}
+	}
+	att := c.ex.attempt
+	c.drv.after(c.spec.Checkpointing.Timeout.D(), func() {
+		if q := c.coord.pending[id]; q != nil && q.attempt == att {
+			c.abortCheckpoint(q, fmt.Sprintf("checkpoint expired before completing (timeout %v)", c.spec.Checkpointing.Timeout.D()))
+		}
+	})
+	return id, nil
+}
+
+// ack records one subtask's acknowledgement; the last one completes the checkpoint.
+func (co *coordinator) ack(c *core, m jmMsg) {
+	p := co.pending[m.id]
+	if p == nil || p.attempt != m.attempt {
+		return // aborted or from an old execution: its files are discarded with it
+	}
+	if _, dup := p.states[m.task]; dup {
+		return
+	}
+	now := c.clock()
+	p.states[m.task] = m.state
+	a := m.ack
+	a.AckTime = now
+	a.EndToEnd = now - p.trigger
+	p.stats.Subtasks = append(p.stats.Subtasks, a)
+	p.stats.Acknowledged++
+	p.stats.LatestAck = now
+	c.publish(Event{Kind: EvCheckpointAck, Task: m.task.name, Operator: m.task.op.spec.ID, Checkpoint: m.id, Ack: &a,
+		Message: fmt.Sprintf("%s acknowledged checkpoint %d (%d of %d)", m.task.name, m.id, p.stats.Acknowledged, p.stats.Total)})
+	if p.stats.Acknowledged == p.stats.Total {
+		c.completeCheckpoint(p)
+	}
+}
+
+// completeCheckpoint writes the metadata, applies retention, and notifies
+// every subtask: two-phase-commit sinks commit now.
+func (c *core) completeCheckpoint(p *pendingCheckpoint) {
+	meta := &state.CheckpointMetadata{JobID: c.spec.Name, CheckpointID: p.id, Savepoint: p.savepoint}
+	for _, eo := range c.ex.ops {
+		os := state.OperatorState{OperatorID: eo.spec.ID, Parallelism: eo.parallelism, MaxParallelism: eo.maxPar}
+		for _, t := range eo.tasks {
+			if st := p.states[t]; st != nil {
+				os.Subtasks = append(os.Subtasks, *st)
+			}
+		}
+		meta.Operators = append(meta.Operators, os)
+	}
+	subsumed, err := c.storage.CompleteCheckpoint(meta)
+	if err != nil {
+		c.abortCheckpoint(p, fmt.Sprintf("writing the checkpoint metadata failed: %v", err))
+		return
+	}
+	delete(c.coord.pending, p.id)
+	now := c.clock()
+	s := p.stats
+	s.Status = CheckpointCompleted
+	s.EndToEndDuration = now - p.trigger
+	s.StateSize = meta.StateSize()
+	s.CheckpointedSize = meta.CheckpointedSize()
+	c.coord.counts.Completed++
+	c.coord.lastEnd = now
+	what := "checkpoint"
+	if p.savepoint {
+		what = "savepoint"
+	}
+	c.publish(Event{Kind: EvCheckpointDone, Checkpoint: p.id, Savepoint: p.savepoint, Stats: copyStats(s),
+		Message: fmt.Sprintf("%s %d completed in %v (%s)", what, p.id, s.EndToEndDuration, fmtBytes(s.StateSize))})
+	for _, id := range subsumed {
+		for _, h := range c.coord.history {
+			if h.ID == id {
+				h.Discarded = true
+			}
+		}
+		c.publish(Event{Kind: EvCheckpointSubsume, Checkpoint: id, Message: fmt.Sprintf("checkpoint %d was subsumed and deleted", id)})
+	}
+	// A completed checkpoint subsumes older pending ones.
+	for _, q := range c.coord.pendingList() {
+		if q.id < p.id {
+			c.abortCheckpoint(q, fmt.Sprintf("subsumed by checkpoint %d", p.id))
+		}
+	}
+	stop := p.stop && c.rescaling != nil && c.rescaling.savepoint == p.id
+	if stop {
+		r := c.rescaling
+		r.phase = "stopping"
+		c.par = r.target
+	}
+	for _, t := range c.ex.tasks {
+		t.sendCtl(control{kind: ctlNotifyComplete, attempt: c.ex.attempt, id: p.id, stop: stop, seq: c.nextSeq()})
+		c.drv.wake(t)
+	}
+}
+
+// abortCheckpoint fails a pending checkpoint and tells every subtask, so a
+// subtask still aligning it unblocks its inputs.
+func (c *core) abortCheckpoint(p *pendingCheckpoint, reason string) {
+	if c.coord.pending[p.id] != p {
+		return
+	}
+	delete(c.coord.pending, p.id)
+	if err := c.storage.AbortCheckpoint(p.id); err != nil {
+		c.logger.Warn("abort checkpoint", "id", p.id, "err", err)
+	}
+	s := p.stats
+	s.Status = CheckpointFailed
+	s.FailureMessage = reason
+	s.EndToEndDuration = c.clock() - p.trigger
+	c.coord.counts.Failed++
+	c.coord.lastEnd = c.clock()
+	c.publish(Event{Kind: EvCheckpointAbort, Checkpoint: p.id, Savepoint: p.savepoint, Stats: copyStats(s),
+		Message: fmt.Sprintf("checkpoint %d aborted: %s", p.id, reason)})
+	if r := c.rescaling; r != nil && r.savepoint == p.id && r.phase == "savepoint" {
+		c.rescaling = nil
+		c.publish(Event{Kind: EvRescaleFailed, Operator: r.operator, Message: fmt.Sprintf("rescale of %s failed: savepoint %d was aborted (%s); the job keeps running with %d subtasks", r.operator, p.id, reason, r.from)})
+	}
+	if c.ex != nil && c.ex.attempt == p.attempt {
+		for _, t := range c.ex.tasks {
+			if live(t.getStatus()) {
+				t.sendCtl(control{kind: ctlNotifyAborted, attempt: c.ex.attempt, id: p.id, stop: p.stop, seq: c.nextSeq()})
+				c.drv.wake(t)
+			}
+		}
+	}
+}
+
+func copyStats(s *CheckpointStats) *CheckpointStats {
+	c := *s
+	c.Subtasks = slices.Clone(s.Subtasks)
+	return &c
+}
+
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

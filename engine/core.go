@@ -1,0 +1,873 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
+)
+
+// Sentinel errors of commands. The wrapped message says what to do.
+var (
+	ErrNotRunning   = errors.New("engine: job is not running")
+	ErrUnknown      = errors.New("engine: unknown operator, subtask or TaskManager")
+	ErrBadCommand   = errors.New("engine: bad command")
+	ErrRescale      = errors.New("engine: cannot rescale")
+	ErrCheckpoint   = errors.New("engine: cannot trigger checkpoint")
+	ErrClosed       = errors.New("engine: closed")
+	ErrJobTerminal  = errors.New("engine: job has reached a terminal state")
+	ErrStepperLimit = errors.New("engine: step limit reached before the condition held")
+)
+
+// driver is what the core needs from the Stepper or the Live driver.
+type driver interface {
+	now() time.Duration
+	// startTasks begins running a deployed execution (Live: goroutines).
+	startTasks(ex *execution)
+	// stopTasks stops an execution's subtasks and returns when none runs.
+	stopTasks(ex *execution)
+	// wake tells a subtask it has a control message.
+	wake(t *subtask)
+	// after runs fn in the JobManager's context d from now.
+	after(d time.Duration, fn func())
+}
+
+// Options configure a driver.
+type Options struct {
+	// Dir holds the TaskManagers' local disks and the checkpoint directory
+	// (fs and pebble backends). Empty: a temporary directory removed by Close.
+	Dir string
+	// Logger receives diagnostics (and Pebble's log); nil discards them.
+	Logger *slog.Logger
+	// RecordEvents, when set, receives every event synchronously, in order.
+	RecordEvents func(Event)
+}
+
+// core is the job and its cluster: the JobManager (scheduler, checkpoint
+// coordinator, failover, rescale), the TaskManagers, the external topic and
+// sink systems, and the current execution. Drivers serialize every call.
+type core struct {
+	spec    *JobSpec
+	opIndex map[string]int
+	topics  map[string]*topic
+	sinks   map[string]*sinkStore
+	storage state.CheckpointStorage
+	logger  *slog.Logger
+	dir     string
+	ownDir  bool
+	bus     *bus
+	drv     driver
+	seq     atomic.Int64
+	verbose bool
+	// measure: durations are measured on the clock (Live) instead of modelled (Stepper).
+	measure bool
+	stepFn  func() int64
+
+	status    JobStatus
+	attempt   int
+	ex        *execution
+	par       map[string]int
+	tms       []*taskManager
+	failures  int
+	counters  Counters
+	waiting   bool
+	coord     coordinator
+	rescaling *rescaleOp
+	terminal  bool
+	injected  map[string]int
+	cmdLog    []LoggedCommand
+}
+
+type rescaleOp struct {
+	operator  string
+	from, to  int
+	phase     string // savepoint, stopping, restoring
+	savepoint int64
+	reactive  bool
+	target    map[string]int
+}
+
+func newCore(spec *JobSpec, opts Options) (*core, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("%w: no spec", ErrInvalidSpec)
+	}
+	s := spec.Clone()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	c := &core{spec: s, opIndex: map[string]int{}, topics: map[string]*topic{}, sinks: map[string]*sinkStore{},
+		logger: opts.Logger, bus: newBus(), par: map[string]int{}, status: JobCreated, injected: map[string]int{}}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	c.bus.record = opts.RecordEvents
+	c.dir = opts.Dir
+	if c.dir == "" {
+		d, err := os.MkdirTemp("", "statelab-engine-")
+		if err != nil {
+			return nil, fmt.Errorf("create engine directory: %w", err)
+		}
+		c.dir, c.ownDir = d, true
+	}
+	for i, o := range s.Operators {
+		c.opIndex[o.ID] = i
+		c.par[o.ID] = o.Parallelism
+		opts, _ := parseOptions(&s.Operators[i])
+		switch o.Kind {
+		case KindSource:
+			c.topics[o.ID] = newTopic(o.ID, s.Seed+int64(i)*7919, opts)
+		case KindSink:
+			c.sinks[o.ID] = newSinkStore()
+		}
+	}
+	cfg := state.StorageConfig{Kind: state.JobManagerStorage, JobID: s.Name, Retained: s.Checkpointing.Retained,
+		MaxStateSize: int64(s.Checkpointing.MaxStateBytes)}
+	if s.Backend != BackendMemory {
+		cfg.Kind = state.FileSystemStorage
+		cfg.Dir = filepath.Join(c.dir, "checkpoints")
+	}
+	st, err := state.NewCheckpointStorage(cfg)
+	if err != nil {
+		c.cleanup()
+		return nil, fmt.Errorf("create checkpoint storage: %w", err)
+	}
+	c.storage = st
+	for range s.Cluster.TaskManagers {
+		c.newTaskManager()
+	}
+	c.coord.nextID = 1
+	return c, nil
+}
+
+func (c *core) cleanup() {
+	if c.ownDir {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+func (c *core) newTaskManager() *taskManager {
+	tm := &taskManager{id: fmt.Sprintf("tm-%d", len(c.tms)+1), slots: c.spec.Cluster.SlotsPerTaskManager, alive: true}
+	tm.localDir = filepath.Join(c.dir, "local", tm.id, "incarnation-0")
+	c.tms = append(c.tms, tm)
+	return tm
+}
+
+func (c *core) clock() time.Duration { return c.drv.now() }
+
+func (c *core) nextSeq() int64 { return c.seq.Add(1) }
+
+func (c *core) backendKind() state.BackendKind {
+	switch c.spec.Backend {
+	case BackendPebble:
+		return state.Pebble
+	case BackendFS:
+		return state.FS
+	}
+	return state.Memory
+}
+
+// snapshotCost returns the synchronous and asynchronous durations of a
+// snapshot: measured on the Live driver, modelled from the number of state
+// writes since the last snapshot on the Stepper (never from byte sizes, which
+// Pebble does not make deterministic).
+func (c *core) snapshotCost(updates int64, start time.Duration) (sync, async time.Duration) {
+	if c.measure {
+		return c.clock() - start, 0
+	}
+	return 100*time.Microsecond + time.Duration(updates)*time.Microsecond,
+		time.Millisecond + time.Duration(updates)*5*time.Microsecond
+}
+
+func (c *core) publish(e Event) {
+	if e.At == 0 {
+		e.At = c.clock()
+	}
+	if c.stepFn != nil {
+		e.Step = c.stepFn()
+	}
+	c.bus.publish(e)
+}
+
+// flushTaskEvents publishes the events a subtask produced.
+func (c *core) flushTaskEvents(t *subtask) {
+	for _, e := range t.events {
+		c.publish(e)
+	}
+	clear(t.events)
+	t.events = t.events[:0]
+}
+
+func (c *core) setJobStatus(s JobStatus, msg string) {
+	if c.status == s {
+		return
+	}
+	prev := c.status
+	c.status = s
+	if msg == "" {
+		msg = fmt.Sprintf("job %s switched from %s to %s", c.spec.Name, prev, s)
+	}
+	c.publish(Event{Kind: EvJobStatus, Status: string(s), Previous: string(prev), Message: msg})
+}
+
+// --- scheduling ------------------------------------------------------------
+
+// start schedules the job for the first time.
+func (c *core) start() {
+	c.publish(Event{Kind: EvJobStatus, Status: string(JobCreated), Message: fmt.Sprintf("job %s created (seed %d)", c.spec.Name, c.spec.Seed)})
+	c.deploy()
+	if iv := c.spec.Checkpointing.Interval.D(); iv > 0 {
+		c.drv.after(iv, c.periodicCheckpoint)
+	}
+}
+
+func (c *core) aliveSlots() int {
+	n := 0
+	for _, tm := range c.tms {
+		if tm.alive {
+			n += tm.slots
+		}
+	}
+	return n
+}
+
+// reactivePar is the parallelism reactive mode gives every operator.
+func (c *core) reactivePar() map[string]int {
+	slots := max(1, c.aliveSlots())
+	out := map[string]int{}
+	for _, o := range c.spec.Operators {
+		out[o.ID] = min(slots, o.MaxParallelism)
+	}
+	return out
+}
+
+// deploy builds a new execution, restores it from the newest readable
+// checkpoint (or the rescale's savepoint) and schedules it.
+func (c *core) deploy() {
+	if c.terminal {
+		return
+	}
+	if c.spec.Cluster.Reactive && c.rescaling == nil {
+		c.par = c.reactivePar()
+	}
+	c.attempt++
+	ex := buildExecution(c, c.attempt, c.par)
+	c.ex = ex
+	restores, meta, err := c.planRestore(ex)
+	if err != nil {
+		c.publish(Event{Kind: EvTaskFailed, Message: fmt.Sprintf("restore failed: %v", err)})
+		c.fail(nil, fmt.Sprintf("restore failed: %v", err))
+		return
+	}
+	c.abortDanglingTransactions(meta)
+	for _, t := range ex.tasks {
+		t.setStatus(TaskScheduled)
+	}
+	c.setJobStatus(JobRunning, "")
+	for _, t := range ex.tasks {
+		t.pendingRestore = restores[t]
+	}
+	c.tryAllocate()
+}
+
+// tryAllocate places the execution's subtasks in slots once enough are free:
+// subtask i of every operator goes to the i-th free slot (slot sharing).
+func (c *core) tryAllocate() {
+	ex := c.ex
+	if ex == nil || c.terminal || c.status != JobRunning {
+		return
+	}
+	for _, t := range ex.tasks {
+		if t.getStatus() != TaskScheduled {
+			return
+		}
+	}
+	need := slotsNeeded(c.par)
+	type slot struct {
+		tm  *taskManager
+		idx int
+	}
+	var free []slot
+	for _, tm := range c.tms {
+		if tm.alive {
+			for i := range tm.slots {
+				free = append(free, slot{tm, i})
+			}
+		}
+	}
+	if len(free) < need {
+		if !c.waiting {
+			c.waiting = true
+			c.publish(Event{Kind: EvWaitingResources, Message: fmt.Sprintf("the job needs %d slots but the alive TaskManagers offer %d; it waits for resources (add or restart a TaskManager)", need, len(free))})
+		}
+		return
+	}
+	c.waiting = false
+	for _, t := range ex.tasks {
+		s := free[t.index]
+		t.tm, t.slot = s.tm, s.idx
+		t.verbose = c.verbose
+		t.setStatus(TaskDeploying)
+		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: t.pendingRestore, seq: c.nextSeq()})
+		t.pendingRestore = nil
+	}
+	c.drv.startTasks(ex)
+}
+
+// planRestore picks the checkpoint to restore and computes every subtask's
+// share: keyed state by key-group range intersection (rescale.NewPlan),
+// operator state by Flink's round-robin repartitioner.
+func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.CheckpointMetadata, error) {
+	meta, skipped := c.chooseCheckpoint()
+	if meta == nil {
+		if len(skipped) > 0 {
+			c.coord.latestRestore = &RestoreStats{RestoreTime: c.clock(), Skipped: skipped}
+		}
+		return nil, nil, nil
+	}
+	out := map[*subtask]*restoreSpec{}
+	for _, eo := range ex.ops {
+		old := meta.Operator(eo.spec.ID)
+		if old == nil {
+			continue // an operator the checkpoint does not know starts empty
+		}
+		if old.MaxParallelism != eo.maxPar {
+			return nil, nil, fmt.Errorf("operator %s: checkpoint %d has max parallelism %d, the job %d; max parallelism cannot change after the first checkpoint",
+				eo.spec.ID, meta.CheckpointID, old.MaxParallelism, eo.maxPar)
+		}
+		oldOps := make([]*state.OperatorSnapshot, old.Parallelism)
+		oldKeyed := make([]*state.KeyedStateHandle, old.Parallelism)
+		for _, st := range old.Subtasks {
+			if st.Subtask < old.Parallelism {
+				oldOps[st.Subtask] = st.Operator
+				oldKeyed[st.Subtask] = st.Keyed
+			}
+		}
+		backends, err := state.RestoreOperatorBackends(oldOps, eo.parallelism)
+		if err != nil {
+			return nil, nil, fmt.Errorf("operator %s: %w", eo.spec.ID, err)
+		}
+		var plan *rescale.Plan
+		if eo.keyed() {
+			p, err := rescale.NewPlan(eo.maxPar, old.Parallelism, eo.parallelism)
+			if err != nil {
+				return nil, nil, fmt.Errorf("operator %s: %w", eo.spec.ID, err)
+			}
+			plan = &p
+		}
+		info := &RescaleInfo{Operator: eo.spec.ID, From: old.Parallelism, To: eo.parallelism, Plan: plan, Savepoint: meta.CheckpointID}
+		for i, t := range eo.tasks {
+			r := &restoreSpec{checkpoint: meta.CheckpointID, savepoint: meta.Savepoint, storage: c.storage, operator: backends[i]}
+			if plan != nil {
+				for _, rd := range plan.Subtasks[i].Reads {
+					if h := oldKeyed[rd.OldSubtask]; h != nil {
+						r.keyed = append(r.keyed, h)
+						r.reads = append(r.reads, rd)
+					}
+				}
+			}
+			out[t] = r
+			info.OperatorState = append(info.OperatorState, operatorStateStrings(backends[i]))
+		}
+		if old.Parallelism != eo.parallelism {
+			c.publish(Event{Kind: EvRescalePlan, Operator: eo.spec.ID, Parallelism: eo.parallelism, Rescale: info,
+				Message: rescalePlanMessage(info)})
+		}
+	}
+	c.counters.Restores++
+	c.coord.counts.Restored++
+	c.coord.latestRestore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint, RestoreTime: c.clock(), Skipped: skipped}
+	return out, meta, nil
+}
+
+func rescalePlanMessage(info *RescaleInfo) string {
+	msg := fmt.Sprintf("%s goes from %d to %d subtasks", info.Operator, info.From, info.To)
+	if info.Plan != nil {
+		msg += fmt.Sprintf("; %d of %d key groups move", len(info.Plan.Moved), info.Plan.MaxParallelism)
+	}
+	return msg
+}
+
+// chooseCheckpoint returns the newest retained checkpoint or savepoint whose
+// files are all readable, skipping (and reporting) corrupt ones. A rescale
+// restores from its own savepoint.
+func (c *core) chooseCheckpoint() (*state.CheckpointMetadata, []string) {
+	infos := c.storage.Checkpoints()
+	var skipped []string
+	for i := len(infos) - 1; i >= 0; i-- {
+		id := infos[i].ID
+		if c.rescaling != nil && c.rescaling.savepoint != 0 && id > c.rescaling.savepoint {
+			continue
+		}
+		meta, err := c.storage.Load(id)
+		if err == nil {
+			err = c.storage.Verify(meta)
+		}
+		if err != nil {
+			skipped = append(skipped, err.Error())
+			c.publish(Event{Kind: EvRestoreFallback, Checkpoint: id, Message: fmt.Sprintf("checkpoint %d cannot be restored (%v); trying an older one", id, err)})
+			continue
+		}
+		return meta, skipped
+	}
+	return nil, skipped
+}
+
+// abortDanglingTransactions aborts the sink transactions of the failed
+// attempt that the restored checkpoint does not carry.
+func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata) {
+	for _, o := range c.spec.Operators {
+		store := c.sinks[o.ID]
+		if store == nil {
+			continue
+		}
+		keep := map[string]bool{}
+		if meta != nil {
+			if os := meta.Operator(o.ID); os != nil {
+				for _, st := range os.Subtasks {
+					if st.Operator == nil {
+						continue
+					}
+					for _, ns := range st.Operator.States {
+						if ns.Name != "pending-transactions" {
+							continue
+						}
+						for _, e := range ns.Elements {
+							var p pendingTxn
+							if json.Unmarshal(e, &p) == nil {
+								keep[p.ID] = true
+							}
+						}
+					}
+				}
+			}
+		}
+		for _, e := range store.abortAfterRestore(keep) {
+			e.Operator = o.ID
+			c.publish(e)
+		}
+	}
+}
+
+// --- messages from subtasks ----------------------------------------------------
+
+// handleJM processes one message a subtask sent to the JobManager.
+func (c *core) handleJM(m jmMsg) {
+	if c.ex == nil || m.attempt != c.ex.attempt || c.terminal {
+		return // from an execution that no longer exists
+	}
+	switch m.kind {
+	case jmRunning:
+		if c.allTasks(TaskRunning) {
+			c.onAllRunning()
+		}
+	case jmAck:
+		c.coord.ack(c, m)
+	case jmDecline:
+		if p := c.coord.pending[m.id]; p != nil {
+			c.abortCheckpoint(p, fmt.Sprintf("%s declined: %s", m.task.name, m.reason))
+		}
+	case jmFailed:
+		c.fail(m.task, m.reason)
+	case jmFinished:
+		if c.rescaling != nil && c.rescaling.phase == "stopping" && c.allTasks(TaskFinished) {
+			c.finishStopWithSavepoint()
+		}
+	}
+}
+
+func (c *core) allTasks(s TaskStatus) bool {
+	if c.ex == nil {
+		return false
+	}
+	for _, t := range c.ex.tasks {
+		if t.getStatus() != s {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *core) onAllRunning() {
+	if r := c.rescaling; r != nil && r.phase == "restoring" {
+		c.rescaling = nil
+		c.counters.Rescales++
+		msg := fmt.Sprintf("rescale of %s from %d to %d subtasks completed", r.operator, r.from, r.to)
+		if r.reactive {
+			msg = "reactive mode rescaled the job to the available slots"
+		}
+		c.publish(Event{Kind: EvRescaleDone, Operator: r.operator, Parallelism: r.to, Message: msg})
+	}
+}
+
+// taskFailed is called by a driver when a subtask's handler returned an error.
+func (c *core) taskFailed(t *subtask, err error) {
+	t.failure = err.Error()
+	t.setStatus(TaskFailed)
+	tm := ""
+	if t.tm != nil {
+		tm = t.tm.id
+	}
+	c.publish(Event{Kind: EvTaskFailed, Task: t.name, Operator: t.op.spec.ID, TaskManager: tm, Message: fmt.Sprintf("%s failed: %v", t.name, err)})
+}
+
+// --- failover ---------------------------------------------------------------
+
+// fail is a global failover: the job fails, every subtask is cancelled, and
+// the restart strategy decides whether and when it restarts from the latest
+// completed checkpoint.
+func (c *core) fail(failed *subtask, reason string) {
+	if c.terminal {
+		return
+	}
+	c.counters.Failovers++
+	c.setJobStatus(JobFailing, fmt.Sprintf("job %s is failing: %s", c.spec.Name, reason))
+	for _, p := range c.coord.pendingList() {
+		c.abortCheckpoint(p, "the job failed: "+reason)
+	}
+	if r := c.rescaling; r != nil && r.phase == "savepoint" {
+		c.rescaling = nil
+		c.publish(Event{Kind: EvRescaleFailed, Operator: r.operator, Message: fmt.Sprintf("rescale of %s failed: the job failed before the savepoint completed", r.operator)})
+	}
+	c.cancelExecution(failed)
+	c.failures++
+	rs := c.spec.Restart
+	if rs.Strategy == RestartNone || c.failures > rs.Attempts {
+		c.terminal = true
+		why := "the restart strategy is none"
+		if rs.Strategy != RestartNone {
+			why = fmt.Sprintf("the fixed-delay restart strategy allows %d restarts", rs.Attempts)
+		}
+		c.setJobStatus(JobFailed, fmt.Sprintf("job %s failed for good: %s", c.spec.Name, why))
+		return
+	}
+	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts in %v (restart %d of %d)", c.spec.Name, rs.Delay.D(), c.failures, rs.Attempts))
+	c.counters.Restarts++
+	att := c.attempt
+	c.drv.after(rs.Delay.D(), func() {
+		if c.attempt == att && c.status == JobRestarting {
+			c.deploy()
+		}
+	})
+}
+
+// cancelExecution stops every subtask of the current execution and drops
+// what is in flight.
+func (c *core) cancelExecution(failed *subtask) {
+	ex := c.ex
+	if ex == nil {
+		return
+	}
+	c.drv.stopTasks(ex)
+	for _, t := range ex.tasks {
+		switch t.getStatus() {
+		case TaskFailed, TaskCanceled, TaskFinished:
+		default:
+			if t == failed {
+				t.setStatus(TaskFailed)
+			} else {
+				t.setStatus(TaskCanceled)
+			}
+		}
+		t.close()
+		t.ctlMu.Lock()
+		t.ctl = nil
+		t.ctlMu.Unlock()
+		c.flushTaskEvents(t)
+		t.toJM, t.acks = nil, nil
+	}
+	for _, ch := range ex.channels {
+		ch.drain()
+		ch.blocked.Store(false)
+	}
+	c.waiting = false
+}
+
+// --- commands ----------------------------------------------------------------
+
+func (c *core) findTask(name string) (*subtask, error) {
+	if c.ex != nil {
+		if t := c.ex.byName[name]; t != nil {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no subtask %q (subtasks are named like count#0)", ErrUnknown, name)
+}
+
+func (c *core) findTM(id string) (*taskManager, error) {
+	for _, tm := range c.tms {
+		if tm.id == id {
+			return tm, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no TaskManager %q", ErrUnknown, id)
+}
+
+func live(s TaskStatus) bool {
+	return s == TaskDeploying || s == TaskInitializing || s == TaskRunning
+}
+
+func (c *core) crashSubtask(name string) error {
+	t, err := c.findTask(name)
+	if err != nil {
+		return err
+	}
+	if !live(t.getStatus()) {
+		return fmt.Errorf("%w: %s is %s, only a deploying, initializing or running subtask can crash", ErrNotRunning, name, t.getStatus())
+	}
+	c.counters.Crashes++
+	t.failure = "crashed"
+	c.publish(Event{Kind: EvTaskFailed, Task: t.name, Operator: t.op.spec.ID, TaskManager: t.tm.id, Message: fmt.Sprintf("%s crashed", t.name)})
+	c.fail(t, fmt.Sprintf("%s crashed", t.name))
+	return nil
+}
+
+func (c *core) crashTaskManager(id string) error {
+	tm, err := c.findTM(id)
+	if err != nil {
+		return err
+	}
+	if !tm.alive {
+		return fmt.Errorf("%w: %s is already lost; restart it first", ErrBadCommand, id)
+	}
+	c.counters.Crashes++
+	tm.alive = false
+	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMLost, Message: fmt.Sprintf("TaskManager %s crashed: its subtasks die and its local disk is wiped", tm.id)})
+	var victim *subtask
+	if c.ex != nil {
+		for _, t := range c.ex.tasks {
+			if t.tm == tm && live(t.getStatus()) {
+				if victim == nil {
+					victim = t
+				}
+				t.failure = "TaskManager " + tm.id + " lost"
+			}
+		}
+	}
+	if victim != nil {
+		for _, t := range c.ex.tasks {
+			if t.tm == tm && live(t.getStatus()) && t != victim {
+				t.setStatus(TaskFailed)
+			}
+		}
+		c.fail(victim, fmt.Sprintf("TaskManager %s with %s was lost", tm.id, victim.name))
+	}
+	if err := state.RemoveLocalDir(tm.localDir); err != nil {
+		c.logger.Warn("wipe local disk", "tm", tm.id, "err", err)
+	}
+	if c.spec.Cluster.Reactive && victim == nil {
+		c.reactiveRescale()
+	}
+	return nil
+}
+
+func (c *core) restartTaskManager(id string) error {
+	tm, err := c.findTM(id)
+	if err != nil {
+		return err
+	}
+	if tm.alive {
+		return fmt.Errorf("%w: %s is alive; crash it first", ErrBadCommand, id)
+	}
+	tm.alive = true
+	tm.incarnation++
+	tm.localDir = filepath.Join(c.dir, "local", tm.id, fmt.Sprintf("incarnation-%d", tm.incarnation))
+	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMAlive, Message: fmt.Sprintf("TaskManager %s restarted with an empty local disk and %d slots", tm.id, tm.slots)})
+	c.resourcesChanged()
+	return nil
+}
+
+func (c *core) addTaskManager() string {
+	tm := c.newTaskManager()
+	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMAlive, Message: fmt.Sprintf("TaskManager %s joined with %d slots", tm.id, tm.slots)})
+	c.resourcesChanged()
+	return tm.id
+}
+
+func (c *core) resourcesChanged() {
+	if c.waiting {
+		c.tryAllocate()
+		return
+	}
+	if c.spec.Cluster.Reactive {
+		c.reactiveRescale()
+	}
+}
+
+// reactiveRescale rescales every operator to the available slots.
+func (c *core) reactiveRescale() {
+	target := c.reactivePar()
+	if c.rescaling != nil || c.status != JobRunning || !c.allTasks(TaskRunning) {
+		return
+	}
+	same := true
+	for id, p := range target {
+		if c.par[id] != p {
+			same = false
+		}
+	}
+	if same {
+		return
+	}
+	first := c.spec.Operators[0].ID
+	if err := c.startRescale(&rescaleOp{operator: first, from: c.par[first], to: target[first], reactive: true, target: target}); err != nil {
+		c.logger.Warn("reactive rescale", "err", err)
+	}
+}
+
+// rescale is Rescale(operator, p): stop with savepoint, then restore with the
+// new parallelism.
+func (c *core) rescale(op string, p int) error {
+	o, ok := c.spec.Operator(op)
+	if !ok {
+		return fmt.Errorf("%w: no operator %q", ErrUnknown, op)
+	}
+	if err := rescale.CheckParallelism(p, o.MaxParallelism); err != nil {
+		return fmt.Errorf("%w %s to %d: %w", ErrRescale, op, p, err)
+	}
+	for _, e := range c.spec.Edges {
+		if e.Partitioner != Forward || (e.From != op && e.To != op) {
+			continue
+		}
+		other := e.To
+		if other == op {
+			other = e.From
+		}
+		if c.par[other] != p {
+			return fmt.Errorf("%w %s to %d: forward partitioning does not allow change of parallelism (%s -> %s is forward and %s has %d subtasks)",
+				ErrRescale, op, p, e.From, e.To, other, c.par[other])
+		}
+	}
+	if c.par[op] == p {
+		return fmt.Errorf("%w %s: it already has %d subtasks", ErrRescale, op, p)
+	}
+	target := map[string]int{}
+	for k, v := range c.par {
+		target[k] = v
+	}
+	target[op] = p
+	return c.startRescale(&rescaleOp{operator: op, from: c.par[op], to: p, target: target})
+}
+
+func (c *core) startRescale(r *rescaleOp) error {
+	if c.rescaling != nil {
+		return fmt.Errorf("%w: a rescale of %s is in progress", ErrRescale, c.rescaling.operator)
+	}
+	if c.status != JobRunning || !c.allTasks(TaskRunning) {
+		return fmt.Errorf("%w: stop-with-savepoint needs every subtask RUNNING (the job is %s); try again when it runs", ErrRescale, c.status)
+	}
+	r.phase = "savepoint"
+	c.rescaling = r
+	c.publish(Event{Kind: EvRescaleStarted, Operator: r.operator, Parallelism: r.to, Value: int64(r.from),
+		Message: fmt.Sprintf("rescale of %s from %d to %d subtasks: stop with savepoint first", r.operator, r.from, r.to)})
+	id, err := c.triggerCheckpoint(true, true)
+	if err != nil {
+		c.rescaling = nil
+		return err
+	}
+	r.savepoint = id
+	return nil
+}
+
+// finishStopWithSavepoint runs when every subtask finished after the
+// rescale's savepoint: the new execution restores from it.
+func (c *core) finishStopWithSavepoint() {
+	r := c.rescaling
+	r.phase = "restoring"
+	c.cancelExecution(nil)
+	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts from savepoint %d with the new parallelism", c.spec.Name, r.savepoint))
+	c.deploy()
+}
+
+func (c *core) inject(op string, partition int, text string) error {
+	tp := c.topics[op]
+	if tp == nil {
+		return fmt.Errorf("%w: %q is not a source", ErrUnknown, op)
+	}
+	if partition < 0 {
+		partition = c.injected[op] % tp.partitions
+	}
+	if partition >= tp.partitions {
+		return fmt.Errorf("%w: source %s has partitions 0..%d, not %d", ErrBadCommand, op, tp.partitions-1, partition)
+	}
+	c.injected[op]++
+	ts := int64(0)
+	if tp.gen == GeneratorClicks {
+		ts = tp.windowSize * int64(tp.records/(tp.pages*tp.perWindow)+1)
+	}
+	r := Record{Text: text, Timestamp: ts}
+	if tp.gen == GeneratorClicks {
+		r.Key = text
+	}
+	off := tp.append(partition, r)
+	c.publish(Event{Kind: EvInjected, Operator: op, Partition: partition, Offset: off, Text: text,
+		Message: fmt.Sprintf("%q appended to partition %d of %s at offset %d", text, partition, op, off)})
+	return nil
+}
+
+// --- end of input --------------------------------------------------------------
+
+// drained reports whether every source has read its whole topic, no record
+// is in flight, and every sink transaction has been committed: the point at
+// which the sink output is final.
+func (c *core) drained() bool {
+	if c.ex == nil || c.status != JobRunning || !c.allTasks(TaskRunning) || c.rescaling != nil {
+		return false
+	}
+	for _, t := range c.ex.tasks {
+		if t.src != nil && t.src.pollable() {
+			return false
+		}
+		t.ctlMu.Lock()
+		n := len(t.ctl)
+		t.ctlMu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	for _, ch := range c.ex.channels {
+		if ch.queuedRecs.Load() > 0 {
+			return false
+		}
+	}
+	for _, t := range c.ex.tasks {
+		for _, oe := range t.outs {
+			for _, b := range oe.pending {
+				if b != nil {
+					return false
+				}
+			}
+		}
+	}
+	// Every source must have read to the end of every partition (an idle
+	// source with no partitions is fine), and all committed.
+	for _, t := range c.ex.tasks {
+		if t.src == nil {
+			continue
+		}
+		for _, pc := range t.src.parts {
+			if pc.offset < t.src.topic.end(pc.partition) {
+				return false
+			}
+		}
+	}
+	for _, s := range c.sinks {
+		if s.pendingTxns() > 0 {
+			return false
+		}
+	}
+	return len(c.coord.pending) == 0
+}
+
+// sortedTMs returns the TaskManagers in id order.
+func (c *core) sortedTMs() []*taskManager {
+	out := slices.Clone(c.tms)
+	return out
+}

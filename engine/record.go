@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"math"
+	"sync"
+)
+
+// Record is one stream record. Built-in operators use the fields this way:
+// a source line or a click's user is Text; a word or a page is Key; counts
+// and sums are Value; Timestamp is event time in milliseconds.
+type Record struct {
+	Key       string `json:"key,omitempty"`
+	Value     int64  `json:"value,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Timestamp int64  `json:"ts,omitempty"`
+}
+
+// Watermark values.
+const (
+	// MinWatermark is the watermark before any has been seen (Long.MIN_VALUE).
+	MinWatermark int64 = math.MinInt64
+	// MaxWatermark is the watermark a source emits at the end of its input
+	// (Watermark.MAX_WATERMARK): every event-time window may fire.
+	MaxWatermark int64 = math.MaxInt64
+)
+
+// elementKind is what travels on a channel.
+type elementKind uint8
+
+const (
+	elemRecords elementKind = iota
+	elemBarrier
+	elemWatermark
+)
+
+// barrier is a checkpoint barrier (Flink's CheckpointBarrier).
+type barrier struct {
+	ID        int64
+	Savepoint bool
+	// Stop marks the barrier of a stop-with-savepoint: sources emit no record after it.
+	Stop bool
+	// Time is when the checkpoint was triggered (virtual or real).
+	Time int64
+}
+
+// element is one entry of a channel: a batch of records, a barrier or a watermark.
+type element struct {
+	kind      elementKind
+	batch     *batch
+	barrier   barrier
+	watermark int64
+}
+
+// batch is a group of records sent together, like one of Flink's network
+// buffers. Batches are pooled: the receiver releases a batch it has consumed.
+type batch struct {
+	recs []Record
+}
+
+var batchPool = sync.Pool{New: func() any { return &batch{recs: make([]Record, 0, 64)} }}
+
+func newBatch() *batch { return batchPool.Get().(*batch) }
+
+func (b *batch) release() {
+	if b == nil || cap(b.recs) > 4096 {
+		return
+	}
+	clear(b.recs)
+	b.recs = b.recs[:0]
+	batchPool.Put(b)
+}
+
+func (e element) records() int {
+	if e.kind == elemRecords && e.batch != nil {
+		return len(e.batch.recs)
+	}
+	return 0
+}

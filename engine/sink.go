@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/statelab/statelab/state"
+)
+
+// Transaction statuses in the sink's external system.
+const (
+	TxnOpen      = "OPEN"
+	TxnPrepared  = "PREPARED"
+	TxnCommitted = "COMMITTED"
+	TxnAborted   = "ABORTED"
+)
+
+// sinkStore is the external system a sink writes to (a Kafka topic with
+// transactions, a database): it lives outside the job and survives crashes.
+// Only committed records are visible to readers. Commit is idempotent, as
+// Kafka's commit of a transactional id is, so a transaction restored from a
+// checkpoint can be committed again safely.
+type sinkStore struct {
+	mu        sync.Mutex
+	committed []Record
+	txns      map[string]*txn
+	order     []string
+	seq       int
+}
+
+type txn struct {
+	id         string
+	task       string
+	checkpoint int64
+	status     string
+	recs       []Record
+}
+
+func newSinkStore() *sinkStore { return &sinkStore{txns: map[string]*txn{}} }
+
+// writeCommitted is the at-least-once path: visible at once.
+func (s *sinkStore) writeCommitted(recs []Record) {
+	s.mu.Lock()
+	s.committed = append(s.committed, recs...)
+	s.mu.Unlock()
+}
+
+func (s *sinkStore) begin(task string, attempt int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	id := fmt.Sprintf("%s@%d-%d", task, attempt, s.seq)
+	s.txns[id] = &txn{id: id, task: task, status: TxnOpen}
+	s.order = append(s.order, id)
+	return id
+}
+
+func (s *sinkStore) write(id string, recs []Record) {
+	s.mu.Lock()
+	if t := s.txns[id]; t != nil && t.status == TxnOpen {
+		t.recs = append(t.recs, recs...)
+	}
+	s.mu.Unlock()
+}
+
+func (s *sinkStore) prepare(id string, checkpoint int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.txns[id]
+	if t == nil || t.status != TxnOpen {
+		return 0
+	}
+	t.status, t.checkpoint = TxnPrepared, checkpoint
+	return len(t.recs)
+}
+
+// commit makes a prepared transaction's records visible; committing twice
+// does nothing. It reports the records made visible.
+func (s *sinkStore) commit(id string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.txns[id]
+	if t == nil || t.status != TxnPrepared {
+		return 0, false
+	}
+	t.status = TxnCommitted
+	s.committed = append(s.committed, t.recs...)
+	return len(t.recs), true
+}
+
+// abortAfterRestore aborts every open transaction and every prepared one
+// that the restored checkpoint does not hold (keep): nobody will ever commit
+// them, as Kafka fences the transactional ids of a failed attempt.
+func (s *sinkStore) abortAfterRestore(keep map[string]bool) []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var evs []Event
+	for _, id := range s.order {
+		t := s.txns[id]
+		if t.status == TxnOpen || (t.status == TxnPrepared && !keep[id]) {
+			t.status = TxnAborted
+			evs = append(evs, Event{Kind: EvTxnAborted, Transaction: id, Task: t.task, Records: len(t.recs),
+				Message: fmt.Sprintf("transaction %s was aborted; its %d records will be written again after the restore", id, len(t.recs))})
+		}
+	}
+	return evs
+}
+
+// view returns committed records and transactions for the snapshot.
+func (s *sinkStore) view(withRecords bool) (committed []Record, txns []TransactionView) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if withRecords {
+		committed = slices.Clone(s.committed)
+	}
+	for _, id := range s.order {
+		t := s.txns[id]
+		if t.status == TxnCommitted {
+			continue
+		}
+		txns = append(txns, TransactionView{ID: t.id, Task: t.task, Checkpoint: t.checkpoint, Status: t.status, Records: len(t.recs)})
+	}
+	return committed, txns
+}
+
+func (s *sinkStore) committedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.committed)
+}
+
+// openOrPrepared reports whether any transaction still waits for a commit.
+func (s *sinkStore) pendingTxns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.txns {
+		if t.status == TxnPrepared || (t.status == TxnOpen && len(t.recs) > 0) {
+			n++
+		}
+	}
+	return n
+}
+
+// pendingTxn is one pre-committed transaction in the sink's operator state.
+type pendingTxn struct {
+	ID         string `json:"id"`
+	Checkpoint int64  `json:"checkpoint"`
+}
+
+// sinkLogic writes to a sinkStore. At-least-once writes each record at
+// once. Exactly-once is Flink's TwoPhaseCommitSinkFunction: records go into
+// an open transaction; at the barrier of checkpoint n the transaction is
+// pre-committed and its id kept in operator ListState; when n completes,
+// every pending transaction up to n is committed; on restore the pending
+// transactions of the restored checkpoint are committed (they belong to a
+// completed checkpoint), and everything else of the failed attempt is aborted.
+type sinkLogic struct {
+	noState
+	store       *sinkStore
+	exactlyOnce bool
+	current     string
+	currentN    int
+	pending     []pendingTxn
+	list        state.ListState[pendingTxn]
+}
+
+func (s *sinkLogic) open(t *subtask, r *restoreSpec, info *RestoreInfo) error {
+	if !s.exactlyOnce {
+		return nil
+	}
+	l, err := state.OperatorList(t.opBackend, "pending-transactions", state.JSONCodec[pendingTxn]())
+	if err != nil {
+		return fmt.Errorf("register pending transactions state: %w", err)
+	}
+	s.list = l
+	if r != nil {
+		restored, err := l.Get()
+		if err != nil {
+			return fmt.Errorf("read pending transactions: %w", err)
+		}
+		for _, p := range restored {
+			n, ok := s.store.commit(p.ID)
+			info.Transactions = append(info.Transactions, p.ID)
+			if ok {
+				t.event(Event{Kind: EvTxnCommitted, Transaction: p.ID, Checkpoint: p.Checkpoint, Records: n,
+					Message: fmt.Sprintf("%s committed transaction %s of checkpoint %d on restore (%d records)", t.name, p.ID, p.Checkpoint, n)})
+			}
+		}
+		if err := l.Clear(); err != nil {
+			return err
+		}
+	}
+	s.current = s.store.begin(t.name, t.ex.attempt)
+	return nil
+}
+
+func (s *sinkLogic) process(t *subtask, _ int, recs []Record) error {
+	if !s.exactlyOnce {
+		s.store.writeCommitted(recs)
+	} else {
+		s.store.write(s.current, recs)
+		s.currentN += len(recs)
+	}
+	if t.verbose {
+		t.event(Event{Kind: EvSinkWrite, Records: len(recs), Transaction: s.current,
+			Message: sinkWriteMessage(t.name, len(recs), s.current)})
+	}
+	return nil
+}
+
+func sinkWriteMessage(task string, n int, txn string) string {
+	if txn == "" {
+		return fmt.Sprintf("%s wrote %d records, visible at once", task, n)
+	}
+	return fmt.Sprintf("%s wrote %d records into transaction %s", task, n, txn)
+}
+
+func (s *sinkLogic) snapshot(t *subtask, b barrier) error {
+	if !s.exactlyOnce {
+		return nil
+	}
+	if s.currentN > 0 {
+		n := s.store.prepare(s.current, b.ID)
+		s.pending = append(s.pending, pendingTxn{ID: s.current, Checkpoint: b.ID})
+		t.event(Event{Kind: EvTxnPreCommitted, Transaction: s.current, Checkpoint: b.ID, Records: n,
+			Message: fmt.Sprintf("%s pre-committed transaction %s with %d records for checkpoint %d", t.name, s.current, n, b.ID)})
+		s.current = s.store.begin(t.name, t.ex.attempt)
+		s.currentN = 0
+	}
+	return s.list.Update(s.pending)
+}
+
+func (s *sinkLogic) notifyComplete(t *subtask, id int64) error {
+	if !s.exactlyOnce {
+		return nil
+	}
+	keep := s.pending[:0]
+	for _, p := range s.pending {
+		if p.Checkpoint > id {
+			keep = append(keep, p)
+			continue
+		}
+		if n, ok := s.store.commit(p.ID); ok {
+			t.event(Event{Kind: EvTxnCommitted, Transaction: p.ID, Checkpoint: p.Checkpoint, Records: n,
+				Message: fmt.Sprintf("%s committed transaction %s (%d records) after checkpoint %d completed", t.name, p.ID, n, id)})
+		}
+	}
+	s.pending = keep
+	return nil
+}

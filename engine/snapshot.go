@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
+)
+
+// snapshot builds the Snapshot. With detail it also reads state backends
+// (only safe when no subtask runs concurrently: the Stepper).
+func (c *core) snapshot(detail bool) Snapshot {
+	s := Snapshot{Seed: c.spec.Seed, At: c.clock(), Backend: c.spec.Backend}
+	j := &s.Job
+	j.Name, j.Status, j.Attempt, j.WaitingForResources = c.spec.Name, c.status, c.attempt, c.waiting
+	j.SlotsNeeded, j.SlotsAvailable = slotsNeeded(c.par), c.aliveSlots()
+	j.RestartsLeft = max(0, c.spec.Restart.Attempts-c.failures)
+	if c.spec.Restart.Strategy == RestartNone {
+		j.RestartsLeft = 0
+	}
+	if r := c.rescaling; r != nil {
+		j.Rescale = &RescaleView{Operator: r.operator, From: r.from, To: r.to, Phase: r.phase, Savepoint: r.savepoint}
+	}
+	for _, e := range c.spec.Edges {
+		j.Edges = append(j.Edges, EdgeView{From: e.From, To: e.To, Partitioner: e.Partitioner})
+	}
+	tmTasks := map[*taskManager][]string{}
+	for i, o := range c.spec.Operators {
+		ov := OperatorView{ID: o.ID, Kind: o.Kind, Parallelism: c.par[o.ID], MaxParallelism: o.MaxParallelism, Keyed: isKeyedKind(o.Kind), Subtasks: []SubtaskView{}}
+		if c.ex != nil {
+			eo := c.ex.ops[i]
+			ov.Parallelism = eo.parallelism
+			for _, t := range eo.tasks {
+				sv := SubtaskView{Index: t.index, Name: t.name, Status: t.getStatus(), Slot: t.slot,
+					RecordsIn: t.recordsIn.Load(), RecordsOut: t.recordsOut.Load(), Watermark: t.wm.Load(),
+					RestoredFrom: t.restoredCP, Failure: t.failure}
+				if t.tm != nil {
+					sv.TaskManager = t.tm.id
+					if live(sv.Status) {
+						tmTasks[t.tm] = append(tmTasks[t.tm], t.name)
+					}
+				}
+				if eo.keyed() {
+					r := eo.keyGroupRange(t.index)
+					sv.KeyGroups = &r
+				}
+				for _, ch := range t.inputs {
+					if ch.blocked.Load() {
+						sv.Aligning = max(sv.Aligning, ch.blockedFor.Load())
+					}
+				}
+				for _, oe := range t.outs {
+					for _, ch := range oe.chans {
+						if ch.full() {
+							sv.Backpressured = true
+						}
+					}
+				}
+				if t.src != nil && detail {
+					for _, pc := range t.src.parts {
+						sv.Offsets = append(sv.Offsets, PartitionOffset{Partition: pc.partition, Offset: pc.offset})
+					}
+				}
+				if detail && t.opBackend != nil && !t.closed {
+					if m := operatorStateStrings(t.opBackend); len(m) > 0 {
+						sv.OperatorState = m
+					}
+				}
+				if detail && t.keyed != nil && !t.closed {
+					if m, err := t.keyed.Metrics(); err == nil {
+						sv.State = &m
+					}
+				}
+				ov.Subtasks = append(ov.Subtasks, sv)
+			}
+		}
+		j.Operators = append(j.Operators, ov)
+	}
+	if c.ex != nil {
+		for _, ch := range c.ex.channels {
+			s.Channels = append(s.Channels, ChannelView{Name: ch.name, From: ch.from.name, To: ch.to.name, Edge: ch.edge,
+				Capacity: ch.cap, Queued: ch.snapshotElements(), Blocked: ch.blocked.Load(), BlockedBy: ch.blockedFor.Load(),
+				Full: ch.full(), Sent: ch.sentRecs.Load(), Delivered: ch.deliveredRec.Load()})
+		}
+	}
+	for _, tm := range c.tms {
+		st := TMAlive
+		if !tm.alive {
+			st = TMLost
+		}
+		tv := TaskManagerView{ID: tm.id, Status: st, Slots: tm.slots, Tasks: tmTasks[tm]}
+		if c.spec.Backend == BackendPebble {
+			tv.LocalDir = tm.localDir
+		}
+		if tv.Tasks == nil {
+			tv.Tasks = []string{}
+		}
+		s.TaskManagers = append(s.TaskManagers, tv)
+	}
+	s.Checkpoints = c.checkpointsView()
+	s.Sources = c.sourcesView(detail)
+	for _, o := range c.spec.Operators {
+		store := c.sinks[o.ID]
+		if store == nil {
+			continue
+		}
+		opts, _ := parseOptions(&o)
+		_, txns := store.view(false)
+		sv := SinkView{Operator: o.ID, Semantics: opts.Semantics, Committed: store.committedCount(), Transactions: txns}
+		if sv.Transactions == nil {
+			sv.Transactions = []TransactionView{}
+		}
+		if detail {
+			if cmp, err := c.compareSink(o.ID); err == nil {
+				sv.Comparison = &cmp
+			}
+		}
+		s.Sinks = append(s.Sinks, sv)
+	}
+	s.Commands = slices.Clone(c.cmdLog)
+	if s.Commands == nil {
+		s.Commands = []LoggedCommand{}
+	}
+	s.Counters = c.counters
+	return s
+}
+
+func (c *core) checkpointsView() CheckpointsView {
+	v := CheckpointsView{Mode: c.spec.Checkpointing.Mode, Interval: c.spec.Checkpointing.Interval.D(), Counts: c.coord.counts}
+	v.Counts.InProgress = len(c.coord.pending)
+	for _, h := range c.coord.history {
+		v.History = append(v.History, *copyStats(h))
+	}
+	if v.History == nil {
+		v.History = []CheckpointStats{}
+	}
+	v.Retained = c.storage.Checkpoints()
+	if v.Retained == nil {
+		v.Retained = []state.CheckpointInfo{}
+	}
+	v.Storage = c.storage.Metrics()
+	if r := c.coord.latestRestore; r != nil {
+		cp := *r
+		v.LatestRestore = &cp
+	}
+	return v
+}
+
+// sourcesView shows every source topic with its partitions, their owners and
+// offsets, and the offsets of the latest completed checkpoint.
+func (c *core) sourcesView(detail bool) []SourceView {
+	var out []SourceView
+	latest := c.latestCheckpointOffsets()
+	for i, o := range c.spec.Operators {
+		tp := c.topics[o.ID]
+		if tp == nil {
+			continue
+		}
+		sv := SourceView{Operator: o.ID}
+		for p := range tp.partitions {
+			pv := PartitionView{Partition: p, End: tp.end(p), Owner: -1, Checkpointed: -1}
+			sv.Records += pv.End
+			if off, ok := latest[o.ID][p]; ok {
+				pv.Checkpointed = off
+			}
+			sv.Partitions = append(sv.Partitions, pv)
+		}
+		if c.ex != nil && detail {
+			for _, t := range c.ex.ops[i].tasks {
+				if t.src == nil || !live(t.getStatus()) && t.getStatus() != TaskFinished {
+					continue
+				}
+				for _, pc := range t.src.parts {
+					sv.Partitions[pc.partition].Owner = t.index
+					sv.Partitions[pc.partition].Offset = pc.offset
+				}
+			}
+		}
+		out = append(out, sv)
+	}
+	return out
+}
+
+// latestCheckpointOffsets reads the source offsets of the newest retained
+// checkpoint's metadata.
+func (c *core) latestCheckpointOffsets() map[string]map[int]int64 {
+	out := map[string]map[int]int64{}
+	infos := c.storage.Checkpoints()
+	if len(infos) == 0 {
+		return out
+	}
+	meta, err := c.storage.Load(infos[len(infos)-1].ID)
+	if err != nil {
+		return out
+	}
+	for _, os := range meta.Operators {
+		if c.topics[os.OperatorID] == nil {
+			continue
+		}
+		m := map[int]int64{}
+		for _, st := range os.Subtasks {
+			if st.Operator == nil {
+				continue
+			}
+			for _, ns := range st.Operator.States {
+				if ns.Name != "offsets" {
+					continue
+				}
+				for _, e := range ns.Elements {
+					var po PartitionOffset
+					if json.Unmarshal(e, &po) == nil {
+						m[po.Partition] = po.Offset
+					}
+				}
+			}
+		}
+		out[os.OperatorID] = m
+	}
+	return out
+}
+
+// stateViewLimit is the state inspector's view of a subtask.
+func (t *subtask) stateViewLimit(limit int) TaskStateView {
+	v := TaskStateView{Task: t.name, Keyed: []state.Entry{}, Operator: []state.OperatorEntry{}}
+	if t.op.keyed() {
+		r := t.op.keyGroupRange(t.index)
+		v.KeyGroups = &r
+	}
+	if t.closed {
+		v.Error = "the subtask is not running; its state is gone until it restores"
+		return v
+	}
+	if t.keyed != nil {
+		es, err := t.keyed.Entries(t.keyed.KeyGroupRange(), limit)
+		if err != nil {
+			v.Error = err.Error()
+		} else {
+			v.Keyed = es
+		}
+		if m, err := t.keyed.Metrics(); err == nil {
+			v.Metrics = &m
+		}
+		if pg, err := t.keyed.KeyGroupMetrics(); err == nil {
+			v.PerGroup = pg
+		}
+	}
+	if t.opBackend != nil {
+		if es := t.opBackend.Entries(); es != nil {
+			v.Operator = es
+		}
+	}
+	return v
+}
+
+func (t *subtask) stateView() TaskStateView { return t.stateViewLimit(0) }
+
+// keyGroupRangeOf is a helper for views.
+func keyGroupRangeOf(maxPar, par, index int) rescale.KeyGroupRange {
+	return rescale.KeyGroupRangeForOperator(maxPar, par, index)
+}
+
+// close releases the current execution and the engine's directory.
+func (c *core) close() {
+	if c.ex != nil {
+		c.drv.stopTasks(c.ex)
+		for _, t := range c.ex.tasks {
+			t.close()
+		}
+	}
+	c.cleanup()
+}

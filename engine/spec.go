@@ -1,0 +1,538 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/statelab/statelab/rescale"
+)
+
+// Duration is a time.Duration that reads and writes as text ("500ms", "2s")
+// in JSON and YAML, so a job spec stays readable. A bare number is read as
+// milliseconds.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalText writes d as Go duration text.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads Go duration text, or a bare number of milliseconds.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*d = Duration(time.Duration(n) * time.Millisecond)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("read duration %q: want text like 500ms or 2s", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// UnmarshalJSON accepts a string ("2s") or a number of milliseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		return d.UnmarshalText([]byte(s))
+	}
+	return d.UnmarshalText(b)
+}
+
+// Partitioner names how records travel along an edge, as Flink names its
+// StreamPartitioners.
+type Partitioner string
+
+// The partitioners.
+const (
+	// Forward sends subtask i's records to subtask i; both sides need the same parallelism.
+	Forward Partitioner = "forward"
+	// Rebalance deals records round-robin over all downstream subtasks.
+	Rebalance Partitioner = "rebalance"
+	// Hash is keyBy: a record goes to the subtask owning its key's key group.
+	Hash Partitioner = "hash"
+	// Broadcast sends every record to every downstream subtask.
+	Broadcast Partitioner = "broadcast"
+)
+
+// Backend names the state backend of a job (see DESIGN.md's backend table).
+type Backend string
+
+// The backends.
+const (
+	BackendMemory Backend = "memory"
+	BackendFS     Backend = "fs"
+	BackendPebble Backend = "pebble"
+)
+
+// CheckpointMode is Flink's CheckpointingMode.
+type CheckpointMode string
+
+// The checkpointing modes.
+const (
+	// ExactlyOnce aligns barriers: a task with several inputs holds back each
+	// input that delivered barrier n until all have.
+	ExactlyOnce CheckpointMode = "exactly-once"
+	// AtLeastOnce counts barriers without blocking: records after the barrier
+	// on a fast input enter the snapshot and are replayed after a restore.
+	AtLeastOnce CheckpointMode = "at-least-once"
+)
+
+// Operator kinds built into the engine.
+const (
+	KindSource          = "source"           // partitioned log source
+	KindTokenizer       = "tokenizer"        // flatMap: line -> words
+	KindMap             = "map"              // map
+	KindFilter          = "filter"           // filter
+	KindCount           = "count"            // keyed count (ValueState)
+	KindSum             = "sum"              // keyed sum (ValueState)
+	KindWindowCount     = "window-count"     // keyed tumbling event-time window count
+	KindBroadcastFilter = "broadcast-filter" // rules in BroadcastState
+	KindTally           = "tally"            // per-subtask tallies in union ListState
+	KindSink            = "sink"             // at-least-once or two-phase-commit sink
+)
+
+var operatorKinds = []string{KindSource, KindTokenizer, KindMap, KindFilter, KindCount, KindSum,
+	KindWindowCount, KindBroadcastFilter, KindTally, KindSink}
+
+// keyedKinds are the operators that keep keyed state and so need hash inputs.
+func isKeyedKind(kind string) bool {
+	return kind == KindCount || kind == KindSum || kind == KindWindowCount
+}
+
+// JobSpec is a whole StateLab job: the logical graph (Flink's JobGraph), the
+// state backend, checkpointing, the cluster and the restart strategy. It
+// loads from YAML or JSON (LoadSpec) and is checked by Validate, which also
+// fills in defaults.
+type JobSpec struct {
+	Name          string            `json:"name" yaml:"name"`
+	Seed          int64             `json:"seed" yaml:"seed"`
+	Operators     []OperatorSpec    `json:"operators" yaml:"operators"`
+	Edges         []EdgeSpec        `json:"edges" yaml:"edges"`
+	Backend       Backend           `json:"backend" yaml:"backend"`
+	Checkpointing CheckpointingSpec `json:"checkpointing" yaml:"checkpointing"`
+	Cluster       ClusterSpec       `json:"cluster" yaml:"cluster"`
+	Restart       RestartSpec       `json:"restart" yaml:"restart"`
+	Runtime       RuntimeSpec       `json:"runtime" yaml:"runtime"`
+}
+
+// OperatorSpec is one logical operator (a JobVertex).
+type OperatorSpec struct {
+	ID          string `json:"id" yaml:"id"`
+	Kind        string `json:"kind" yaml:"kind"`
+	Parallelism int    `json:"parallelism" yaml:"parallelism"`
+	// MaxParallelism is the number of key groups; 0 picks Flink's default
+	// for the initial parallelism (rescale.DefaultMaxParallelism). It never
+	// changes after the job starts.
+	MaxParallelism int `json:"maxParallelism,omitempty" yaml:"maxParallelism,omitempty"`
+	// Options are the operator kind's settings (see OperatorOptions in doc.go).
+	Options map[string]any `json:"options,omitempty" yaml:"options,omitempty"`
+}
+
+// EdgeSpec connects two operators.
+type EdgeSpec struct {
+	From        string      `json:"from" yaml:"from"`
+	To          string      `json:"to" yaml:"to"`
+	Partitioner Partitioner `json:"partitioner" yaml:"partitioner"`
+}
+
+// CheckpointingSpec configures the checkpoint coordinator.
+type CheckpointingSpec struct {
+	// Interval between periodic checkpoints; 0 disables them (checkpoints and
+	// savepoints can still be triggered by hand).
+	Interval Duration       `json:"interval" yaml:"interval"`
+	Mode     CheckpointMode `json:"mode" yaml:"mode"`
+	// Retained is how many completed checkpoints are kept (Flink's
+	// state.checkpoints.num-retained); older ones are subsumed and deleted.
+	Retained    int  `json:"retained" yaml:"retained"`
+	Incremental bool `json:"incremental" yaml:"incremental"`
+	// Timeout aborts a checkpoint that has not completed in time.
+	Timeout Duration `json:"timeout" yaml:"timeout"`
+	// MinPause is the least time between the end of one checkpoint and the
+	// trigger of the next.
+	MinPause Duration `json:"minPause" yaml:"minPause"`
+	// MaxStateBytes caps one subtask's snapshot in jobmanager storage (memory
+	// backend); 0 keeps the state package's default (5 MiB).
+	MaxStateBytes int `json:"maxStateBytes,omitempty" yaml:"maxStateBytes,omitempty"`
+}
+
+// ClusterSpec is the TaskManagers the job runs on.
+type ClusterSpec struct {
+	TaskManagers        int `json:"taskManagers" yaml:"taskManagers"`
+	SlotsPerTaskManager int `json:"slotsPerTaskManager" yaml:"slotsPerTaskManager"`
+	// Reactive is Flink's reactive mode: every operator runs with as many
+	// subtasks as there are slots (capped by its max parallelism), and adding
+	// or losing a TaskManager rescales the job.
+	Reactive bool `json:"reactive,omitempty" yaml:"reactive,omitempty"`
+}
+
+// Restart strategies.
+const (
+	RestartFixedDelay = "fixed-delay"
+	RestartNone       = "none"
+)
+
+// RestartSpec is Flink's restart strategy.
+type RestartSpec struct {
+	Strategy string   `json:"strategy" yaml:"strategy"`
+	Attempts int      `json:"attempts" yaml:"attempts"`
+	Delay    Duration `json:"delay" yaml:"delay"`
+}
+
+// RuntimeSpec tunes the data plane.
+type RuntimeSpec struct {
+	// BatchSize is how many records a source reads per poll (Flink's network
+	// buffers carry many records; the Stepper defaults to a small batch so a
+	// learner sees records move).
+	BatchSize int `json:"batchSize,omitempty" yaml:"batchSize,omitempty"`
+	// ChannelCapacity is how many batches a channel holds before its sender
+	// is backpressured.
+	ChannelCapacity int `json:"channelCapacity,omitempty" yaml:"channelCapacity,omitempty"`
+	// FIFO makes the Stepper deliver events oldest first instead of in a
+	// seeded random order.
+	FIFO bool `json:"fifo,omitempty" yaml:"fifo,omitempty"`
+}
+
+// Errors returned by spec loading and validation. The wrapped message says
+// which field was wrong and what would be accepted.
+var (
+	ErrInvalidSpec = errors.New("engine: invalid job spec")
+)
+
+// LoadSpec reads a job spec from YAML or JSON (JSON is YAML) and validates it.
+func LoadSpec(data []byte) (*JobSpec, error) {
+	var s JobSpec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: read spec: %v", ErrInvalidSpec, err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Clone returns a deep copy of s (options maps included), so a driver can
+// change parallelism without touching the caller's spec.
+func (s *JobSpec) Clone() *JobSpec {
+	c := *s
+	c.Operators = make([]OperatorSpec, len(s.Operators))
+	for i, o := range s.Operators {
+		o.Options = cloneOptions(o.Options)
+		c.Operators[i] = o
+	}
+	c.Edges = slices.Clone(s.Edges)
+	return &c
+}
+
+func cloneOptions(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch t := v.(type) {
+		case []any:
+			out[k] = slices.Clone(t)
+		case []string:
+			out[k] = slices.Clone(t)
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Operator returns the operator spec with the given id.
+func (s *JobSpec) Operator(id string) (*OperatorSpec, bool) {
+	for i := range s.Operators {
+		if s.Operators[i].ID == id {
+			return &s.Operators[i], true
+		}
+	}
+	return nil, false
+}
+
+func specErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, a...))
+}
+
+// Validate checks s and fills in defaults: max parallelism (Flink's rule),
+// backend memory, checkpoint mode exactly-once, retained 2, timeout 60s,
+// cluster of one TaskManager with enough slots, restart fixed-delay with 10
+// attempts and 100ms delay, batch size 16, channel capacity 4.
+func (s *JobSpec) Validate() error {
+	if s.Name == "" {
+		s.Name = "job"
+	}
+	if len(s.Operators) == 0 {
+		return specErr("the job has no operators; add at least a source and a sink")
+	}
+	ids := map[string]int{}
+	for i := range s.Operators {
+		o := &s.Operators[i]
+		if o.ID == "" {
+			return specErr("operator %d has no id", i)
+		}
+		if strings.ContainsAny(o.ID, "#> \t") {
+			return specErr("operator id %q may not contain '#', '>' or spaces", o.ID)
+		}
+		if _, dup := ids[o.ID]; dup {
+			return specErr("operator id %q is used twice", o.ID)
+		}
+		ids[o.ID] = i
+		if !slices.Contains(operatorKinds, o.Kind) {
+			return specErr("operator %q has unknown kind %q (want one of %s)", o.ID, o.Kind, strings.Join(operatorKinds, ", "))
+		}
+		if o.Parallelism == 0 {
+			o.Parallelism = 1
+		}
+		if o.MaxParallelism == 0 {
+			o.MaxParallelism = rescale.DefaultMaxParallelism(o.Parallelism)
+		}
+		if err := rescale.CheckParallelism(o.Parallelism, o.MaxParallelism); err != nil {
+			return specErr("operator %q: %v", o.ID, err)
+		}
+		if _, err := parseOptions(o); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+		}
+	}
+	inputs := map[string][]EdgeSpec{}
+	outputs := map[string][]EdgeSpec{}
+	for i := range s.Edges {
+		e := &s.Edges[i]
+		fi, ok := ids[e.From]
+		if !ok {
+			return specErr("edge %d comes from unknown operator %q", i, e.From)
+		}
+		ti, ok := ids[e.To]
+		if !ok {
+			return specErr("edge %d goes to unknown operator %q", i, e.To)
+		}
+		if e.From == e.To {
+			return specErr("edge %d connects %q to itself", i, e.From)
+		}
+		if e.Partitioner == "" {
+			if s.Operators[fi].Parallelism == s.Operators[ti].Parallelism {
+				e.Partitioner = Forward
+			} else {
+				e.Partitioner = Rebalance
+			}
+		}
+		switch e.Partitioner {
+		case Forward, Rebalance, Hash, Broadcast:
+		default:
+			return specErr("edge %s -> %s has unknown partitioner %q (want forward, rebalance, hash or broadcast)", e.From, e.To, e.Partitioner)
+		}
+		for _, o := range outputs[e.From] {
+			if o.To == e.To {
+				return specErr("edge %s -> %s is listed twice", e.From, e.To)
+			}
+		}
+		inputs[e.To] = append(inputs[e.To], *e)
+		outputs[e.From] = append(outputs[e.From], *e)
+	}
+	for _, o := range s.Operators {
+		in, out := inputs[o.ID], outputs[o.ID]
+		switch {
+		case o.Kind == KindSource && len(in) > 0:
+			return specErr("source %q cannot have inputs", o.ID)
+		case o.Kind != KindSource && len(in) == 0:
+			return specErr("operator %q has no input; connect it to a source", o.ID)
+		case o.Kind == KindSink && len(out) > 0:
+			return specErr("sink %q cannot have outputs", o.ID)
+		}
+		if isKeyedKind(o.Kind) {
+			for _, e := range in {
+				if e.Partitioner != Hash {
+					return specErr("keyed operator %q needs hash (keyBy) inputs, but %s -> %s is %s", o.ID, e.From, e.To, e.Partitioner)
+				}
+			}
+		}
+		if o.Kind == KindBroadcastFilter {
+			b := 0
+			for _, e := range in {
+				if e.Partitioner == Broadcast {
+					b++
+				}
+			}
+			if b != 1 || len(in) < 2 {
+				return specErr("broadcast-filter %q needs exactly one broadcast input (the rules) and at least one other input", o.ID)
+			}
+		}
+	}
+	if err := s.checkForward(); err != nil {
+		return err
+	}
+	if err := s.checkAcyclic(); err != nil {
+		return err
+	}
+
+	switch s.Backend {
+	case "":
+		s.Backend = BackendMemory
+	case BackendMemory, BackendFS, BackendPebble:
+	default:
+		return specErr("unknown backend %q (want memory, fs or pebble)", s.Backend)
+	}
+	c := &s.Checkpointing
+	switch c.Mode {
+	case "":
+		c.Mode = ExactlyOnce
+	case ExactlyOnce, AtLeastOnce:
+	default:
+		return specErr("unknown checkpointing mode %q (want exactly-once or at-least-once)", c.Mode)
+	}
+	if c.Interval < 0 || c.Timeout < 0 || c.MinPause < 0 {
+		return specErr("checkpoint interval, timeout and min pause cannot be negative")
+	}
+	if c.Retained == 0 {
+		c.Retained = 2
+	}
+	if c.Retained < 1 {
+		return specErr("checkpointing.retained must be at least 1")
+	}
+	if c.Timeout == 0 {
+		c.Timeout = Duration(60 * time.Second)
+	}
+	if c.MaxStateBytes < 0 {
+		return specErr("checkpointing.maxStateBytes cannot be negative")
+	}
+
+	need := 0
+	for _, o := range s.Operators {
+		need = max(need, o.Parallelism)
+	}
+	if s.Cluster.TaskManagers < 0 || s.Cluster.SlotsPerTaskManager < 0 {
+		return specErr("cluster sizes cannot be negative")
+	}
+	if s.Cluster.TaskManagers == 0 && s.Cluster.SlotsPerTaskManager == 0 {
+		s.Cluster.TaskManagers = 1
+		s.Cluster.SlotsPerTaskManager = need
+	}
+	if s.Cluster.SlotsPerTaskManager == 0 {
+		s.Cluster.SlotsPerTaskManager = 1
+	}
+
+	r := &s.Restart
+	switch r.Strategy {
+	case "":
+		r.Strategy = RestartFixedDelay
+		if r.Attempts == 0 {
+			r.Attempts = 10
+		}
+		if r.Delay == 0 {
+			r.Delay = Duration(100 * time.Millisecond)
+		}
+	case RestartFixedDelay:
+		if r.Attempts < 1 {
+			return specErr("restart.attempts must be at least 1 for fixed-delay (or use strategy none)")
+		}
+	case RestartNone:
+	default:
+		return specErr("unknown restart strategy %q (want fixed-delay or none)", r.Strategy)
+	}
+	if r.Delay < 0 {
+		return specErr("restart.delay cannot be negative")
+	}
+	if s.Runtime.BatchSize == 0 {
+		s.Runtime.BatchSize = 16
+	}
+	if s.Runtime.ChannelCapacity == 0 {
+		s.Runtime.ChannelCapacity = 4
+	}
+	if s.Runtime.BatchSize < 1 || s.Runtime.ChannelCapacity < 1 {
+		return specErr("runtime.batchSize and runtime.channelCapacity must be at least 1")
+	}
+	return nil
+}
+
+// checkForward refuses a forward edge between operators of different
+// parallelism, as Flink's StreamGraph does.
+func (s *JobSpec) checkForward() error {
+	for _, e := range s.Edges {
+		if e.Partitioner != Forward {
+			continue
+		}
+		f, _ := s.Operator(e.From)
+		t, _ := s.Operator(e.To)
+		if f.Parallelism != t.Parallelism {
+			return specErr("forward partitioning does not allow change of parallelism: %s has %d subtasks and %s has %d; use rebalance or hash for %s -> %s",
+				f.ID, f.Parallelism, t.ID, t.Parallelism, e.From, e.To)
+		}
+	}
+	return nil
+}
+
+func (s *JobSpec) checkAcyclic() error {
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(id string) error
+	visit = func(id string) error {
+		switch state[id] {
+		case 1:
+			return specErr("the job graph has a cycle through %q; StateLab runs acyclic graphs", id)
+		case 2:
+			return nil
+		}
+		state[id] = 1
+		for _, e := range s.Edges {
+			if e.From == id {
+				if err := visit(e.To); err != nil {
+					return err
+				}
+			}
+		}
+		state[id] = 2
+		return nil
+	}
+	for _, o := range s.Operators {
+		if err := visit(o.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// topoOrder lists operator indices so that every edge goes forward.
+func (s *JobSpec) topoOrder() []int {
+	indeg := make([]int, len(s.Operators))
+	idx := map[string]int{}
+	for i, o := range s.Operators {
+		idx[o.ID] = i
+	}
+	for _, e := range s.Edges {
+		indeg[idx[e.To]]++
+	}
+	var order []int
+	done := make([]bool, len(s.Operators))
+	for len(order) < len(s.Operators) {
+		for i := range s.Operators {
+			if !done[i] && indeg[i] == 0 {
+				done[i] = true
+				order = append(order, i)
+				for _, e := range s.Edges {
+					if e.From == s.Operators[i].ID {
+						indeg[idx[e.To]]--
+					}
+				}
+			}
+		}
+	}
+	return order
+}

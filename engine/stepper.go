@@ -1,0 +1,507 @@
+package engine
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Virtual cost of one step on the Stepper's clock. The model is one CPU:
+// every delivery takes a little time, more for more records, so checkpoint
+// intervals, timeouts and restart delays fall between steps the way they
+// would fall between buffers in a real run.
+const (
+	costBatch     = 200 * time.Microsecond
+	costPerRecord = 20 * time.Microsecond
+	costElement   = 50 * time.Microsecond  // barrier, watermark
+	costMessage   = 100 * time.Microsecond // an RPC between JobManager and subtask
+)
+
+// Stepper runs a job deterministically: one event per Step, chosen by a
+// seeded random number generator (or oldest first with runtime.fifo) among
+// everything that could happen next — a batch, barrier or watermark at the
+// head of a channel, a source poll, a message between JobManager and a
+// subtask, a due timer — on a virtual clock. The same spec, seed and command
+// log give the same run, event for event. All methods are safe for
+// concurrent use; each takes the Stepper's lock.
+type Stepper struct {
+	mu     sync.Mutex
+	c      *core
+	rng    *rand.Rand
+	fifo   bool
+	clock  time.Duration
+	step   int64
+	timers timerQueue
+	jmq    []jmMsg
+	paused bool
+	speed  float64
+	closed bool
+	batch  int
+}
+
+// stepTimer is a timer on the virtual clock.
+type stepTimer struct {
+	at  time.Duration
+	seq int64
+	fn  func()
+}
+
+type timerQueue []stepTimer
+
+func (q timerQueue) Len() int { return len(q) }
+func (q timerQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *timerQueue) Push(x any)   { *q = append(*q, x.(stepTimer)) }
+func (q *timerQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// NewStepper creates a Stepper for spec and schedules the job; nothing runs
+// until Step is called.
+func NewStepper(spec *JobSpec, opts Options) (*Stepper, error) {
+	c, err := newCore(spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stepper{c: c, rng: rand.New(rand.NewPCG(uint64(c.spec.Seed), 0x5eed5eed)), fifo: c.spec.Runtime.FIFO,
+		speed: 1, batch: c.spec.Runtime.BatchSize, paused: true}
+	c.drv = s
+	c.verbose = true
+	c.stepFn = func() int64 { return s.step }
+	c.start()
+	return s, nil
+}
+
+// --- driver hooks (called with s.mu held) -------------------------------------
+
+func (s *Stepper) now() time.Duration    { return s.clock }
+func (s *Stepper) startTasks(*execution) {}
+func (s *Stepper) stopTasks(*execution)  {}
+func (s *Stepper) wake(*subtask)         {}
+func (s *Stepper) after(d time.Duration, fn func()) {
+	heap.Push(&s.timers, stepTimer{at: s.clock + d, seq: s.c.nextSeq(), fn: fn})
+}
+
+// --- stepping ------------------------------------------------------------------
+
+type candKind uint8
+
+const (
+	candDeliver candKind = iota
+	candPoll
+	candControl
+	candJM
+	candTimer
+)
+
+type candidate struct {
+	kind candKind
+	t    *subtask
+	ch   *channel
+	seq  int64
+}
+
+// candidates lists everything that can happen now, in a fixed order.
+func (s *Stepper) candidates(buf []candidate) []candidate {
+	c := s.c
+	if ex := c.ex; ex != nil {
+		for _, t := range ex.tasks {
+			if t.getStatus() == TaskRunning {
+				space := t.hasOutputSpace()
+				if t.src != nil && space && t.src.pollable() && int64(s.clock) >= t.src.nextPoll {
+					buf = append(buf, candidate{kind: candPoll, t: t, seq: t.pollSeq})
+				}
+				if space {
+					for _, ch := range t.inputs {
+						if ch.blocked.Load() {
+							continue
+						}
+						if _, seq, ok := ch.peek(); ok {
+							buf = append(buf, candidate{kind: candDeliver, t: t, ch: ch, seq: seq})
+						}
+					}
+				}
+			}
+			if m, ok := t.peekCtl(); ok {
+				buf = append(buf, candidate{kind: candControl, t: t, seq: m.seq})
+			}
+		}
+	}
+	if len(s.jmq) > 0 {
+		buf = append(buf, candidate{kind: candJM, seq: s.jmq[0].seq})
+	}
+	for _, tm := range s.timers {
+		if tm.at <= s.clock {
+			buf = append(buf, candidate{kind: candTimer, seq: tm.seq})
+		}
+	}
+	return buf
+}
+
+// nextWake is the earliest virtual time something becomes possible: a timer
+// or a rate-limited source.
+func (s *Stepper) nextWake() (time.Duration, bool) {
+	var at time.Duration
+	ok := false
+	if len(s.timers) > 0 {
+		at, ok = s.timers[0].at, true
+	}
+	if ex := s.c.ex; ex != nil {
+		for _, t := range ex.tasks {
+			if t.src != nil && t.getStatus() == TaskRunning && t.src.pollable() && t.hasOutputSpace() {
+				w := time.Duration(t.src.nextPoll)
+				if !ok || w < at {
+					at, ok = w, true
+				}
+			}
+		}
+	}
+	return at, ok
+}
+
+// Step performs one event. It returns false when nothing can ever happen
+// again (the job failed for good, or the Stepper is closed).
+func (s *Stepper) Step() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stepLocked()
+}
+
+func (s *Stepper) stepLocked() bool {
+	if s.closed {
+		return false
+	}
+	var buf [64]candidate
+	cands := s.candidates(buf[:0])
+	if len(cands) == 0 {
+		at, ok := s.nextWake()
+		if !ok {
+			return false
+		}
+		if at > s.clock {
+			s.clock = at
+		}
+		cands = s.candidates(buf[:0])
+		if len(cands) == 0 {
+			return false
+		}
+	}
+	var pick candidate
+	if s.fifo {
+		pick = cands[0]
+		for _, cd := range cands[1:] {
+			if cd.seq < pick.seq {
+				pick = cd
+			}
+		}
+	} else {
+		pick = cands[s.rng.IntN(len(cands))]
+	}
+	s.step++
+	s.execute(pick)
+	return true
+}
+
+func (s *Stepper) execute(cd candidate) {
+	c := s.c
+	switch cd.kind {
+	case candPoll:
+		t := cd.t
+		t.now = s.clock
+		before := t.recordsIn.Load()
+		err := t.src.poll(t, s.batch)
+		t.pollSeq = c.nextSeq()
+		n := t.recordsIn.Load() - before
+		s.afterHandle(t, err, costBatch+time.Duration(n)*costPerRecord)
+	case candDeliver:
+		t := cd.t
+		t.now = s.clock
+		e, _ := cd.ch.pop()
+		n := e.records()
+		err := t.handleElement(cd.ch.toInput, e)
+		cost := costElement
+		if e.kind == elemRecords {
+			cost = costBatch + time.Duration(n)*costPerRecord
+		}
+		s.afterHandle(t, err, cost)
+	case candControl:
+		t := cd.t
+		t.now = s.clock
+		m, _ := t.popCtl()
+		err := t.handleControl(m)
+		s.afterHandle(t, err, costMessage)
+	case candJM:
+		m := s.jmq[0]
+		s.jmq = s.jmq[1:]
+		s.clock += costMessage
+		c.handleJM(m)
+	case candTimer:
+		// The due timer with this sequence number.
+		for i, tm := range s.timers {
+			if tm.seq == cd.seq {
+				heap.Remove(&s.timers, i)
+				tm.fn()
+				break
+			}
+		}
+	}
+}
+
+// afterHandle moves a subtask's outputs on: elements into channels,
+// messages to the JobManager (acknowledgements after their asynchronous
+// part), events to subscribers; a handler error fails the subtask.
+func (s *Stepper) afterHandle(t *subtask, err error, cost time.Duration) {
+	c := s.c
+	s.clock += cost + t.cost
+	t.cost = 0
+	for _, it := range t.outbox {
+		it.ch.push(it.e, c.nextSeq())
+	}
+	clear(t.outbox)
+	t.outbox = t.outbox[:0]
+	for _, m := range t.toJM {
+		m.seq = c.nextSeq()
+		s.jmq = append(s.jmq, m)
+	}
+	t.toJM = t.toJM[:0]
+	for _, a := range t.acks {
+		msg := a.msg
+		s.after(a.delay, func() {
+			if msg.task.getStatus() == TaskRunning || msg.task.getStatus() == TaskFinished {
+				msg.seq = c.nextSeq()
+				s.jmq = append(s.jmq, msg)
+			}
+		})
+	}
+	t.acks = t.acks[:0]
+	c.flushTaskEvents(t)
+	if err != nil {
+		c.taskFailed(t, err)
+		s.jmq = append(s.jmq, jmMsg{kind: jmFailed, attempt: t.ex.attempt, task: t, reason: fmt.Sprintf("%s failed: %v", t.name, err), seq: c.nextSeq()})
+	}
+}
+
+// Steps performs up to n steps and returns how many it did.
+func (s *Stepper) Steps(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range n {
+		if !s.stepLocked() {
+			return i
+		}
+	}
+	return n
+}
+
+// RunFor steps until the virtual clock has advanced by d.
+func (s *Stepper) RunFor(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := s.clock + d
+	for s.clock < end && s.stepLocked() {
+	}
+}
+
+// RunUntil steps until pred holds for the Snapshot, checking before every
+// step; it returns the steps taken, or ErrStepperLimit after maxSteps.
+// Building a Snapshot costs; for long runs prefer RunUntilDrained.
+func (s *Stepper) RunUntil(pred func(*Snapshot) bool, maxSteps int) (int, error) {
+	for i := 0; i < maxSteps; i++ {
+		snap := s.Snapshot()
+		if pred(&snap) {
+			return i, nil
+		}
+		if !s.Step() {
+			snap = s.Snapshot()
+			if pred(&snap) {
+				return i, nil
+			}
+			return i, fmt.Errorf("%w: nothing more can happen (job %s)", ErrStepperLimit, snap.Job.Status)
+		}
+	}
+	return maxSteps, fmt.Errorf("%w: %d steps", ErrStepperLimit, maxSteps)
+}
+
+// RunUntilDrained steps until every source has read its whole topic and the
+// sinks have committed everything (the output is final).
+func (s *Stepper) RunUntilDrained(maxSteps int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i < maxSteps; i++ {
+		if s.c.drained() {
+			return i, nil
+		}
+		if !s.stepLocked() {
+			return i, fmt.Errorf("%w: nothing more can happen (job %s)", ErrStepperLimit, s.c.status)
+		}
+	}
+	return maxSteps, fmt.Errorf("%w: %d steps", ErrStepperLimit, maxSteps)
+}
+
+// runUntilLocked is RunUntil with a cheap predicate on the core.
+func (s *Stepper) runUntilCore(pred func(c *core) bool, maxSteps int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range maxSteps {
+		if pred(s.c) {
+			return true
+		}
+		if !s.stepLocked() {
+			return pred(s.c)
+		}
+	}
+	return pred(s.c)
+}
+
+// Play runs the job in real time: each tick it steps until the virtual
+// clock catches up with the time played so far times the speed. It returns
+// when Pause is called, ctx ends, or nothing more can happen.
+func (s *Stepper) Play(ctx context.Context) error {
+	s.mu.Lock()
+	s.paused = false
+	s.mu.Unlock()
+	tick := time.NewTicker(16 * time.Millisecond)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-tick.C:
+			s.mu.Lock()
+			if s.paused || s.closed {
+				s.mu.Unlock()
+				return nil
+			}
+			target := s.clock + time.Duration(float64(now.Sub(last))*s.speed)
+			last = now
+			for n := 0; s.clock < target && n < 20000; n++ {
+				if !s.stepLocked() {
+					s.paused = true
+					s.mu.Unlock()
+					return nil
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Pause makes Play return after its current tick.
+func (s *Stepper) Pause() {
+	s.mu.Lock()
+	s.paused = true
+	s.mu.Unlock()
+}
+
+// SetSpeed sets how many virtual seconds Play runs per real second.
+func (s *Stepper) SetSpeed(f float64) error {
+	if f <= 0 || f > 1e6 {
+		return fmt.Errorf("%w: speed %v is not within (0, 1e6]", ErrBadCommand, f)
+	}
+	s.mu.Lock()
+	s.speed = f
+	s.mu.Unlock()
+	return nil
+}
+
+// Do applies a command between two steps and logs it with the step number,
+// so Replay can apply it at the same point.
+func (s *Stepper) Do(cmd Command) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.c.do(cmd, s.step)
+}
+
+// Replay applies a command log recorded by another Stepper of the same spec
+// and seed: it steps to each command's step and applies it there. It stops
+// at the last command.
+func (s *Stepper) Replay(log []LoggedCommand) error {
+	for _, lc := range log {
+		s.mu.Lock()
+		for s.step < lc.Step {
+			if !s.stepLocked() {
+				s.mu.Unlock()
+				return fmt.Errorf("%w: replay ended at step %d before command %s at step %d", ErrStepperLimit, s.step, lc.Command.Name, lc.Step)
+			}
+		}
+		err := s.c.do(lc.Command, s.step)
+		s.mu.Unlock()
+		if err != nil && !lc.Failed {
+			return fmt.Errorf("replay %s at step %d: %w", lc.Command.Name, lc.Step, err)
+		}
+	}
+	return nil
+}
+
+// CommandLog returns the commands applied so far.
+func (s *Stepper) CommandLog() []LoggedCommand {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]LoggedCommand(nil), s.c.cmdLog...)
+}
+
+// Subscribe returns a subscription to events.
+func (s *Stepper) Subscribe(buffer int) *Subscription { return s.c.bus.subscribe(buffer) }
+
+// Snapshot returns the whole picture.
+func (s *Stepper) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := s.c.snapshot(true)
+	snap.Driver, snap.Step, snap.Paused, snap.Speed = "step", s.step, s.paused, s.speed
+	return snap
+}
+
+// TaskState returns the state inspector's view of one subtask (at most
+// limit keyed entries; 0 = all).
+func (s *Stepper) TaskState(task string, limit int) (TaskStateView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.c.findTask(task)
+	if err != nil {
+		return TaskStateView{}, err
+	}
+	return t.stateViewLimit(limit), nil
+}
+
+// Compare checks every sink's committed output against the ground truth
+// computed from the source topics.
+func (s *Stepper) Compare() ([]Comparison, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.compare()
+}
+
+// Drained reports whether the output is final (see RunUntilDrained).
+func (s *Stepper) Drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.drained()
+}
+
+// Close stops the Stepper and releases state backends and directories.
+func (s *Stepper) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.c.close()
+	return nil
+}

@@ -1,0 +1,688 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
+)
+
+// outEdge is one output edge of a subtask: its partitioner and the channels
+// to the downstream subtasks, with the batch being filled for each.
+type outEdge struct {
+	edge    int
+	part    Partitioner
+	down    *execOperator
+	chans   []*channel
+	rr      int
+	pending []*batch
+}
+
+// ctlKind is a message from the JobManager to a subtask.
+type ctlKind uint8
+
+const (
+	ctlDeploy         ctlKind = iota // DEPLOYING -> INITIALIZING
+	ctlInit                          // restore state, then RUNNING
+	ctlTrigger                       // sources: take a snapshot, emit barrier
+	ctlNotifyComplete                // checkpoint complete: commit
+	ctlNotifyAborted                 // checkpoint aborted: stop aligning it
+	ctlInspect                       // Live: read state for the inspector
+)
+
+type control struct {
+	kind    ctlKind
+	attempt int
+	barrier barrier
+	id      int64
+	stop    bool // notify of a stop-with-savepoint: finish afterwards
+	restore *restoreSpec
+	reply   chan TaskStateView
+	seq     int64
+}
+
+// jmKind is a message from a subtask to the JobManager.
+type jmKind uint8
+
+const (
+	jmRunning  jmKind = iota // the subtask restored its state and runs
+	jmAck                    // checkpoint acknowledged
+	jmDecline                // checkpoint declined
+	jmFailed                 // the subtask failed
+	jmFinished               // the subtask finished after stop-with-savepoint
+)
+
+type jmMsg struct {
+	kind    jmKind
+	attempt int
+	task    *subtask
+	id      int64
+	state   *state.SubtaskState
+	ack     AckStats
+	reason  string
+	seq     int64
+}
+
+// restoreSpec is what the JobManager hands a subtask to restore.
+type restoreSpec struct {
+	checkpoint int64
+	savepoint  bool
+	storage    state.CheckpointStorage
+	keyed      []*state.KeyedStateHandle
+	reads      []rescale.Read
+	operator   *state.OperatorBackend
+}
+
+// pendingAck is an acknowledgement whose asynchronous part is still running
+// (the Stepper delivers it after a modelled delay).
+type pendingAck struct {
+	msg   jmMsg
+	delay time.Duration
+}
+
+// subtask is one parallel instance of an operator. Its methods are the task
+// state machine: they take one input (an element on an input channel, a
+// control message, a source poll) and leave their outputs in the outbox,
+// toJM, acks and events, which the driver moves on. They start no
+// goroutine, read no clock (the driver sets now) and draw no random number.
+type subtask struct {
+	c     *core
+	ex    *execution
+	op    *execOperator
+	index int
+	name  string
+
+	status atomic.Value // TaskStatus
+	tm     *taskManager
+	slot   int
+
+	inputs    []*channel
+	inputEdge []int
+	outs      []*outEdge
+
+	// Barrier alignment (Flink's SingleCheckpointBarrierHandler).
+	alignID    int64
+	alignBar   barrier
+	alignSeen  []bool
+	alignCount int
+	alignStart time.Duration
+	// lastBarrier is the newest checkpoint this subtask has snapshotted or
+	// given up; barriers up to it are ignored.
+	lastBarrier int64
+
+	inWM []int64
+	wm   atomic.Int64
+
+	fn        operatorLogic
+	src       *sourceLogic
+	keyed     state.KeyedBackend
+	opBackend *state.OperatorBackend
+	localDir  string
+	keyBuf    []byte
+
+	ctlMu sync.Mutex
+	ctl   []control
+
+	// Outputs of the current input, moved on by the driver.
+	outbox []outItem
+	toJM   []jmMsg
+	acks   []pendingAck
+	events []Event
+	cost   time.Duration // Stepper: virtual time the step took beyond its base cost
+
+	now     time.Duration
+	verbose bool
+
+	recordsIn  atomic.Int64
+	recordsOut atomic.Int64
+	updates    int64 // keyed state writes since the last snapshot
+	failure    string
+	finished   bool
+	pollSeq    int64
+	// pendingRestore is handed to the subtask when it is deployed.
+	pendingRestore *restoreSpec
+	closed         bool
+	restoredCP     int64
+	restoreInfo    *RestoreInfo
+}
+
+type outItem struct {
+	ch *channel
+	e  element
+}
+
+func newSubtask(c *core, ex *execution, eo *execOperator, index int) *subtask {
+	t := &subtask{c: c, ex: ex, op: eo, index: index, name: taskName(eo.spec.ID, index)}
+	t.status.Store(TaskCreated)
+	t.wm.Store(MinWatermark)
+	return t
+}
+
+func (t *subtask) initInputs() {
+	t.alignSeen = make([]bool, len(t.inputs))
+	t.inWM = make([]int64, len(t.inputs))
+	for i := range t.inWM {
+		t.inWM[i] = MinWatermark
+	}
+}
+
+// Status returns the task status.
+func (t *subtask) getStatus() TaskStatus { return t.status.Load().(TaskStatus) }
+
+// setStatus changes the status and reports it.
+func (t *subtask) setStatus(s TaskStatus) {
+	prev := t.getStatus()
+	if prev == s {
+		return
+	}
+	t.status.Store(s)
+	tm := ""
+	if t.tm != nil {
+		tm = t.tm.id
+	}
+	t.c.publish(Event{Kind: EvTaskStatus, Task: t.name, Operator: t.op.spec.ID, Status: string(s), Previous: string(prev),
+		TaskManager: tm, Message: fmt.Sprintf("%s switched from %s to %s", t.name, prev, s)})
+}
+
+func (t *subtask) event(e Event) {
+	if e.Task == "" {
+		e.Task = t.name
+	}
+	if e.Operator == "" {
+		e.Operator = t.op.spec.ID
+	}
+	t.events = append(t.events, e)
+}
+
+// sendCtl queues a control message for the subtask.
+func (t *subtask) sendCtl(m control) {
+	t.ctlMu.Lock()
+	t.ctl = append(t.ctl, m)
+	t.ctlMu.Unlock()
+}
+
+func (t *subtask) peekCtl() (control, bool) {
+	t.ctlMu.Lock()
+	defer t.ctlMu.Unlock()
+	if len(t.ctl) == 0 {
+		return control{}, false
+	}
+	return t.ctl[0], true
+}
+
+func (t *subtask) popCtl() (control, bool) {
+	t.ctlMu.Lock()
+	defer t.ctlMu.Unlock()
+	if len(t.ctl) == 0 {
+		return control{}, false
+	}
+	m := t.ctl[0]
+	t.ctl = t.ctl[1:]
+	return m, true
+}
+
+// hasOutputSpace reports whether every output channel can take an element:
+// a subtask whose output is full is backpressured and takes no input.
+func (t *subtask) hasOutputSpace() bool {
+	for _, oe := range t.outs {
+		for _, ch := range oe.chans {
+			if ch.full() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// --- outputs -------------------------------------------------------------
+
+// emit routes one record to every output edge by its partitioner.
+func (t *subtask) emit(r Record) {
+	t.recordsOut.Add(1)
+	for _, oe := range t.outs {
+		switch oe.part {
+		case Forward:
+			oe.add(0, r)
+		case Rebalance:
+			oe.add(oe.rr, r)
+			oe.rr++
+			if oe.rr == len(oe.chans) {
+				oe.rr = 0
+			}
+		case Hash:
+			kg := rescale.KeyGroupForString(r.Key, oe.down.maxPar)
+			oe.add(rescale.OperatorIndexForKeyGroup(oe.down.maxPar, oe.down.parallelism, kg), r)
+		case Broadcast:
+			for i := range oe.chans {
+				oe.add(i, r)
+			}
+		}
+	}
+}
+
+func (oe *outEdge) add(i int, r Record) {
+	b := oe.pending[i]
+	if b == nil {
+		b = newBatch()
+		oe.pending[i] = b
+	}
+	b.recs = append(b.recs, r)
+}
+
+// flush moves the batches being filled into the outbox, so that any element
+// emitted next (a barrier, a watermark) stays behind the records.
+func (t *subtask) flush() {
+	for _, oe := range t.outs {
+		for i, b := range oe.pending {
+			if b == nil {
+				continue
+			}
+			oe.pending[i] = nil
+			ch := oe.chans[i]
+			t.outbox = append(t.outbox, outItem{ch: ch, e: element{kind: elemRecords, batch: b}})
+			if t.verbose {
+				t.event(Event{Kind: EvRecordsSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: ch.edge + 1,
+					Records: len(b.recs), Message: fmt.Sprintf("%s sent %d records to %s", t.name, len(b.recs), ch.to.name)})
+			}
+		}
+	}
+}
+
+// broadcastElement sends e on every output channel.
+func (t *subtask) broadcastElement(e element) {
+	t.flush()
+	for _, oe := range t.outs {
+		for _, ch := range oe.chans {
+			t.outbox = append(t.outbox, outItem{ch: ch, e: e})
+		}
+	}
+}
+
+// --- inputs --------------------------------------------------------------
+
+// handleElement processes the head element of input channel in.
+func (t *subtask) handleElement(in int, e element) error {
+	switch e.kind {
+	case elemRecords:
+		n := len(e.batch.recs)
+		t.recordsIn.Add(int64(n))
+		if t.verbose {
+			ch := t.inputs[in]
+			t.event(Event{Kind: EvRecordsReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Records: n,
+				Message: fmt.Sprintf("%s processed %d records from %s", t.name, n, ch.from.name)})
+		}
+		err := t.fn.process(t, t.inputIndexOfEdge(in), e.batch.recs)
+		e.batch.release()
+		if err != nil {
+			return err
+		}
+		t.flush()
+		return nil
+	case elemWatermark:
+		return t.handleWatermark(in, e.watermark)
+	case elemBarrier:
+		return t.handleBarrier(in, e.barrier)
+	}
+	return nil
+}
+
+// inputIndexOfEdge turns an input channel into the index of its edge among
+// the operator's input edges (0 for the first input, 1 for the second).
+func (t *subtask) inputIndexOfEdge(in int) int {
+	e := t.inputEdge[in]
+	for i, ie := range t.op.inEdges {
+		if ie == e {
+			return i
+		}
+	}
+	return 0
+}
+
+func (t *subtask) handleWatermark(in int, wm int64) error {
+	if wm <= t.inWM[in] {
+		return nil
+	}
+	t.inWM[in] = wm
+	low := MaxWatermark
+	for _, w := range t.inWM {
+		low = min(low, w)
+	}
+	if low <= t.wm.Load() {
+		return nil
+	}
+	t.wm.Store(low)
+	if err := t.fn.watermark(t, low); err != nil {
+		return err
+	}
+	t.broadcastElement(element{kind: elemWatermark, watermark: low})
+	if t.verbose {
+		t.event(Event{Kind: EvWatermark, Watermark: low, Message: fmt.Sprintf("%s advanced its watermark to %s", t.name, fmtWatermark(low))})
+	}
+	return nil
+}
+
+func fmtWatermark(w int64) string {
+	switch w {
+	case MinWatermark:
+		return "-∞"
+	case MaxWatermark:
+		return "+∞ (end of input)"
+	}
+	return strconv.FormatInt(w, 10)
+}
+
+// handleBarrier is barrier alignment. In exactly-once mode each input that
+// delivered barrier n is blocked until all inputs have; then the subtask
+// snapshots its state and forwards the barrier. In at-least-once mode inputs
+// are never blocked, so records behind the barrier on a fast input enter the
+// snapshot.
+func (t *subtask) handleBarrier(in int, b barrier) error {
+	ch := t.inputs[in]
+	if t.verbose {
+		t.event(Event{Kind: EvBarrierReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Checkpoint: b.ID, Savepoint: b.Savepoint,
+			Message: fmt.Sprintf("%s received barrier %d from %s", t.name, b.ID, ch.from.name)})
+	}
+	if b.ID <= t.lastBarrier {
+		return nil // a checkpoint this subtask already finished or gave up
+	}
+	if t.alignID != 0 && b.ID > t.alignID {
+		// A newer barrier overtook the checkpoint being aligned: give that one up.
+		t.abortAlignment(fmt.Sprintf("barrier %d arrived at %s before checkpoint %d was aligned", b.ID, t.name, t.alignID), true)
+	}
+	if t.alignID == 0 {
+		t.alignID, t.alignBar, t.alignCount, t.alignStart = b.ID, b, 0, t.now
+		clear(t.alignSeen)
+	}
+	if t.alignSeen[in] {
+		return fmt.Errorf("barrier %d arrived twice on %s", b.ID, ch.name)
+	}
+	t.alignSeen[in] = true
+	t.alignCount++
+	if t.alignCount < len(t.inputs) {
+		if t.c.spec.Checkpointing.Mode == ExactlyOnce {
+			ch.blocked.Store(true)
+			ch.blockedFor.Store(b.ID)
+			t.event(Event{Kind: EvChannelBlocked, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Checkpoint: b.ID,
+				Message: fmt.Sprintf("%s blocks %s until barrier %d has arrived on all %d inputs", t.name, ch.name, b.ID, len(t.inputs))})
+		}
+		return nil
+	}
+	alignment := t.now - t.alignStart
+	id := t.alignID
+	t.unblockAll(id)
+	t.alignID = 0
+	t.lastBarrier = id
+	return t.checkpoint(b, alignment)
+}
+
+func (t *subtask) unblockAll(id int64) {
+	for _, ch := range t.inputs {
+		if ch.blocked.Load() {
+			ch.blocked.Store(false)
+			ch.blockedFor.Store(0)
+			t.event(Event{Kind: EvChannelUnblocked, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Checkpoint: id,
+				Message: fmt.Sprintf("%s unblocks %s", t.name, ch.name)})
+		}
+	}
+}
+
+// abortAlignment gives up the checkpoint being aligned.
+func (t *subtask) abortAlignment(reason string, decline bool) {
+	id := t.alignID
+	if id == 0 {
+		return
+	}
+	t.unblockAll(id)
+	t.alignID = 0
+	t.lastBarrier = max(t.lastBarrier, id)
+	if decline {
+		t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: id, reason: reason})
+		t.event(Event{Kind: EvCheckpointDecline, Checkpoint: id, Message: fmt.Sprintf("%s declined checkpoint %d: %s", t.name, id, reason)})
+	}
+}
+
+// checkpoint takes the snapshot for barrier b, forwards the barrier and
+// acknowledges. Forwarding first is what Flink does: downstream can start
+// aligning while this subtask writes its state.
+func (t *subtask) checkpoint(b barrier, alignment time.Duration) error {
+	t.broadcastElement(element{kind: elemBarrier, barrier: b})
+	if t.verbose {
+		for _, oe := range t.outs {
+			for _, ch := range oe.chans {
+				t.event(Event{Kind: EvBarrierSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: ch.edge + 1, Checkpoint: b.ID, Savepoint: b.Savepoint,
+					Message: fmt.Sprintf("%s forwarded barrier %d to %s", t.name, b.ID, ch.to.name)})
+			}
+		}
+	}
+	start := t.c.clock()
+	st, err := t.snapshotState(b)
+	if err != nil {
+		t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: b.ID, reason: err.Error()})
+		t.event(Event{Kind: EvCheckpointDecline, Checkpoint: b.ID, Message: fmt.Sprintf("%s declined checkpoint %d: %v", t.name, b.ID, err)})
+		return nil
+	}
+	sync, async := t.c.snapshotCost(t.updates, start)
+	t.cost += sync
+	t.updates = 0
+	var size, cpSize int64
+	if st.Keyed != nil {
+		size, cpSize = st.Keyed.StateSize, st.Keyed.CheckpointedSize
+	}
+	size += st.Operator.Size()
+	cpSize += st.Operator.Size()
+	ack := AckStats{Task: t.name, Operator: t.op.spec.ID, Subtask: t.index,
+		SyncDuration: sync, AsyncDuration: async, AlignmentDuration: alignment,
+		StartDelay: max(0, t.now-alignment-time.Duration(b.Time)), StateSize: size, CheckpointedSize: cpSize}
+	t.acks = append(t.acks, pendingAck{delay: async, msg: jmMsg{kind: jmAck, attempt: t.ex.attempt, task: t, id: b.ID, state: st, ack: ack}})
+	return nil
+}
+
+// snapshotState runs the operator's snapshot hook and snapshots keyed and
+// operator state.
+func (t *subtask) snapshotState(b barrier) (*state.SubtaskState, error) {
+	if err := t.fn.snapshot(t, b); err != nil {
+		return nil, err
+	}
+	st := &state.SubtaskState{Subtask: t.index}
+	target := state.SnapshotTarget{CheckpointID: b.ID, Savepoint: b.Savepoint}
+	if t.keyed != nil {
+		h, err := t.keyed.Snapshot(target, t.c.storage)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot keyed state: %w", err)
+		}
+		st.Keyed = h
+	}
+	st.Operator = t.opBackend.Snapshot()
+	return st, nil
+}
+
+// --- control -------------------------------------------------------------
+
+// handleControl processes one message from the JobManager.
+func (t *subtask) handleControl(m control) error {
+	if m.attempt != t.ex.attempt {
+		return nil
+	}
+	switch m.kind {
+	case ctlDeploy:
+		if t.getStatus() != TaskDeploying {
+			return nil
+		}
+		t.setStatus(TaskInitializing)
+		t.sendCtl(control{kind: ctlInit, attempt: m.attempt, restore: m.restore, seq: t.c.nextSeq()})
+	case ctlInit:
+		if t.getStatus() != TaskInitializing {
+			return nil
+		}
+		if err := t.open(m.restore); err != nil {
+			return fmt.Errorf("restore %s: %w", t.name, err)
+		}
+		t.setStatus(TaskRunning)
+		t.toJM = append(t.toJM, jmMsg{kind: jmRunning, attempt: t.ex.attempt, task: t})
+	case ctlTrigger:
+		if t.getStatus() != TaskRunning || t.src == nil {
+			t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: m.barrier.ID, reason: t.name + " is not running"})
+			return nil
+		}
+		t.lastBarrier = max(t.lastBarrier, m.barrier.ID)
+		if err := t.checkpoint(m.barrier, 0); err != nil {
+			return err
+		}
+		if m.barrier.Stop {
+			t.src.stopped = true
+		}
+	case ctlNotifyComplete:
+		if t.getStatus() != TaskRunning {
+			return nil
+		}
+		if t.keyed != nil {
+			t.keyed.NotifyCheckpointComplete(m.id)
+		}
+		if err := t.fn.notifyComplete(t, m.id); err != nil {
+			return err
+		}
+		if t.verbose {
+			t.event(Event{Kind: EvNotifyComplete, Checkpoint: m.id, Message: fmt.Sprintf("%s was notified that checkpoint %d completed", t.name, m.id)})
+		}
+		if m.stop {
+			t.flush()
+			t.finished = true
+			t.setStatus(TaskFinished)
+			t.toJM = append(t.toJM, jmMsg{kind: jmFinished, attempt: t.ex.attempt, task: t})
+		}
+	case ctlNotifyAborted:
+		if t.alignID == m.id {
+			t.abortAlignment("checkpoint aborted", false)
+		}
+		if m.stop && t.src != nil {
+			t.src.stopped = false // the stop-with-savepoint failed: keep reading
+		}
+		t.lastBarrier = max(t.lastBarrier, m.id)
+		if t.keyed != nil {
+			t.keyed.NotifyCheckpointAborted(m.id)
+		}
+	case ctlInspect:
+		m.reply <- t.stateView()
+	}
+	return nil
+}
+
+// --- lifecycle -----------------------------------------------------------
+
+// open creates the operator and its state, restoring from r if given.
+func (t *subtask) open(r *restoreSpec) error {
+	eo := t.op
+	t.fn = newOperatorLogic(t)
+	if s, ok := t.fn.(*sourceLogic); ok {
+		t.src = s
+	}
+	info := &RestoreInfo{}
+	if r != nil {
+		info.Checkpoint = r.checkpoint
+		t.restoredCP = r.checkpoint
+	}
+	if eo.keyed() {
+		kg := eo.keyGroupRange(t.index)
+		info.KeyGroups = &kg
+		cfg := state.KeyedBackendConfig{Kind: t.c.backendKind(), MaxParallelism: eo.maxPar, KeyGroupRange: kg,
+			Incremental: t.c.spec.Checkpointing.Incremental, Logger: t.c.logger,
+			KeyRenderer: func(b []byte) string { return string(b) }}
+		if cfg.Kind == state.Pebble {
+			t.localDir = filepath.Join(t.tm.localDir, fmt.Sprintf("attempt-%d", t.ex.attempt), t.name)
+			cfg.Dir = t.localDir
+		}
+		var err error
+		if r != nil && len(r.keyed) > 0 {
+			t.keyed, err = state.RestoreKeyedBackend(cfg, r.storage, r.keyed)
+			info.Reads = r.reads
+		} else {
+			t.keyed, err = state.NewKeyedBackend(cfg)
+		}
+		if err != nil {
+			return fmt.Errorf("open keyed state: %w", err)
+		}
+	}
+	if r != nil && r.operator != nil {
+		t.opBackend = r.operator
+	} else {
+		t.opBackend = state.NewOperatorBackend()
+	}
+	if err := t.fn.open(t, r, info); err != nil {
+		return err
+	}
+	if len(t.opBackend.Entries()) > 0 {
+		info.OperatorState = operatorStateStrings(t.opBackend)
+	}
+	t.restoreInfo = info
+	msg := fmt.Sprintf("%s started with empty state", t.name)
+	if r != nil {
+		msg = fmt.Sprintf("%s restored its state from checkpoint %d", t.name, r.checkpoint)
+		if r.savepoint {
+			msg = fmt.Sprintf("%s restored its state from savepoint %d", t.name, r.checkpoint)
+		}
+	}
+	t.event(Event{Kind: EvRestore, Checkpoint: info.Checkpoint, Restore: info, Range: info.KeyGroups, Message: msg})
+	return nil
+}
+
+// close releases the subtask's state. With wipe the local directory is
+// gone already (its TaskManager crashed); otherwise it is removed, as Flink
+// removes a cancelled task's working directory.
+func (t *subtask) close() {
+	if t.closed {
+		return
+	}
+	t.closed = true
+	if t.fn != nil {
+		t.fn.close()
+	}
+	for _, oe := range t.outs {
+		for i, b := range oe.pending {
+			b.release()
+			oe.pending[i] = nil
+		}
+	}
+	for _, it := range t.outbox {
+		it.e.batch.release()
+	}
+	t.outbox = nil
+	if t.keyed != nil {
+		if err := t.keyed.Close(); err != nil && !errors.Is(err, state.ErrClosed) {
+			t.c.logger.Warn("close keyed state", "task", t.name, "err", err)
+		}
+		t.keyed = nil
+	}
+	if t.localDir != "" {
+		if err := state.RemoveLocalDir(t.localDir); err != nil {
+			t.c.logger.Warn("remove local state directory", "task", t.name, "err", err)
+		}
+	}
+}
+
+func operatorStateStrings(o *state.OperatorBackend) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range o.Entries() {
+		v := e.Value
+		if e.Key != "" {
+			v = e.Key + "=" + e.Value
+		}
+		out[e.State] = append(out[e.State], v)
+	}
+	return out
+}
+
+// setKey scopes keyed state to r's key.
+func (t *subtask) setKey(key string) (int, error) {
+	kg := rescale.KeyGroupForString(key, t.op.maxPar)
+	t.keyBuf = append(t.keyBuf[:0], key...)
+	if err := t.keyed.SetCurrentKey(t.keyBuf, kg); err != nil {
+		return kg, fmt.Errorf("set key %q (key group %d): %w", key, kg, err)
+	}
+	return kg, nil
+}

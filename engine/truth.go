@@ -1,0 +1,284 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Comparison is a sink's committed output against the ground truth computed
+// from the source topics (every record read exactly once, no failure).
+type Comparison struct {
+	Sink      string `json:"sink"`
+	Semantics string `json:"semantics"`
+	// Supported is false when the job has no well-defined ground truth (a
+	// broadcast-filter's result depends on when rules arrive).
+	Supported bool   `json:"supported"`
+	Mode      string `json:"mode"` // "exact": every output record counted; "final": last value per key
+	Keys      int    `json:"keys"`
+	// Records is the number of source records the truth was computed from.
+	Records   int64 `json:"records"`
+	Expected  int   `json:"expected"`
+	Committed int   `json:"committed"`
+	// Duplicates are output records committed more often than expected
+	// (allowed for at-least-once sinks), Losses are expected ones missing,
+	// Unexpected are committed records the truth does not contain.
+	Duplicates       []Diff `json:"duplicates"`
+	Losses           []Diff `json:"losses"`
+	Unexpected       []Diff `json:"unexpected"`
+	DuplicateRecords int    `json:"duplicateRecords"`
+	LostRecords      int    `json:"lostRecords"`
+	// ExactlyOnce: nothing lost, nothing duplicated, nothing unexpected.
+	ExactlyOnce bool `json:"exactlyOnce"`
+	// AtLeastOnce: nothing lost, nothing unexpected.
+	AtLeastOnce bool `json:"atLeastOnce"`
+}
+
+// Diff is one output record whose count differs from the truth.
+type Diff struct {
+	Key       string `json:"key"`
+	Window    string `json:"window,omitempty"`
+	Value     int64  `json:"value"`
+	Expected  int    `json:"expected"`
+	Committed int    `json:"committed"`
+}
+
+func (d Diff) String() string {
+	k := d.Key
+	if d.Window != "" {
+		k += " " + d.Window
+	}
+	return fmt.Sprintf("%s=%d (committed %d, expected %d)", k, d.Value, d.Committed, d.Expected)
+}
+
+type outKey struct {
+	key    string
+	window string
+	value  int64
+}
+
+// truth is the expected output of one sink.
+type truth struct {
+	supported bool
+	final     bool // compare the last value per key (sums)
+	exact     map[outKey]int
+	finals    map[string]int64
+	records   int64
+}
+
+// compare checks every sink.
+func (c *core) compare() ([]Comparison, error) {
+	var out []Comparison
+	for _, o := range c.spec.Operators {
+		if o.Kind != KindSink {
+			continue
+		}
+		cmp, err := c.compareSink(o.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cmp)
+	}
+	return out, nil
+}
+
+func (c *core) compareSink(id string) (Comparison, error) {
+	o, _ := c.spec.Operator(id)
+	opts, _ := parseOptions(o)
+	tr := c.groundTruth(id)
+	committed, _ := c.sinks[id].view(true)
+	cmp := Comparison{Sink: id, Semantics: opts.Semantics, Supported: tr.supported, Records: tr.records,
+		Committed: len(committed), Duplicates: []Diff{}, Losses: []Diff{}, Unexpected: []Diff{}}
+	if !tr.supported {
+		cmp.Mode = "none"
+		return cmp, nil
+	}
+	got := map[outKey]int{}
+	for _, r := range committed {
+		got[outKey{r.Key, r.Text, r.Value}]++
+	}
+	if !tr.final {
+		cmp.Mode = "exact"
+		keys := map[string]bool{}
+		for k, n := range tr.exact {
+			keys[k.key] = true
+			cmp.Expected += n
+			if g := got[k]; g < n {
+				cmp.Losses = append(cmp.Losses, Diff{Key: k.key, Window: k.window, Value: k.value, Expected: n, Committed: g})
+				cmp.LostRecords += n - g
+			} else if g > n {
+				cmp.Duplicates = append(cmp.Duplicates, Diff{Key: k.key, Window: k.window, Value: k.value, Expected: n, Committed: g})
+				cmp.DuplicateRecords += g - n
+			}
+		}
+		for k, g := range got {
+			if tr.exact[k] == 0 {
+				cmp.Unexpected = append(cmp.Unexpected, Diff{Key: k.key, Window: k.window, Value: k.value, Committed: g})
+			}
+		}
+		cmp.Keys = len(keys)
+	} else {
+		cmp.Mode = "final"
+		cmp.Keys = len(tr.finals)
+		cmp.Expected = len(tr.finals)
+		best := map[string]int64{}
+		for k, g := range got {
+			if v, ok := best[k.key]; !ok || k.value > v {
+				best[k.key] = k.value
+			}
+			if g > 1 {
+				cmp.Duplicates = append(cmp.Duplicates, Diff{Key: k.key, Value: k.value, Expected: 1, Committed: g})
+				cmp.DuplicateRecords += g - 1
+			}
+		}
+		for k, want := range tr.finals {
+			v, ok := best[k]
+			switch {
+			case !ok || v < want:
+				cmp.Losses = append(cmp.Losses, Diff{Key: k, Value: want, Expected: 1})
+				cmp.LostRecords++
+			case v > want:
+				cmp.Unexpected = append(cmp.Unexpected, Diff{Key: k, Value: v, Committed: 1})
+			}
+		}
+	}
+	sortDiffs(cmp.Duplicates)
+	sortDiffs(cmp.Losses)
+	sortDiffs(cmp.Unexpected)
+	cmp.AtLeastOnce = len(cmp.Losses) == 0 && len(cmp.Unexpected) == 0
+	cmp.ExactlyOnce = cmp.AtLeastOnce && len(cmp.Duplicates) == 0
+	return cmp, nil
+}
+
+func sortDiffs(d []Diff) {
+	slices.SortFunc(d, func(a, b Diff) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Window, b.Window); c != 0 {
+			return c
+		}
+		return int(a.Value - b.Value)
+	})
+}
+
+// groundTruth evaluates the job graph once, sequentially, over every record
+// of every source topic: what the sink would receive if nothing failed.
+func (c *core) groundTruth(sink string) truth {
+	tr := truth{supported: true}
+	// Records flowing out of each operator, in topological order.
+	outs := map[string][]Record{}
+	for _, i := range c.spec.topoOrder() {
+		o := &c.spec.Operators[i]
+		opts, _ := parseOptions(o)
+		var in []Record
+		for _, e := range c.spec.Edges {
+			if e.To == o.ID {
+				in = append(in, outs[e.From]...)
+			}
+		}
+		var out []Record
+		switch o.Kind {
+		case KindSource:
+			tp := c.topics[o.ID]
+			for p := range tp.partitions {
+				n := tp.end(p)
+				tr.records += n
+				out = tp.read(out, p, 0, int(n))
+			}
+		case KindTokenizer:
+			for _, r := range in {
+				tokenize(r.Text, func(w string) {
+					out = append(out, Record{Key: w, Value: 1, Timestamp: r.Timestamp})
+				})
+			}
+		case KindMap:
+			for _, r := range in {
+				switch opts.Fn {
+				case "upper":
+					r.Key = strings.ToUpper(r.Key)
+				case "lower":
+					r.Key = strings.ToLower(r.Key)
+				case "length":
+					r.Value = int64(len([]rune(r.Key)))
+				}
+				out = append(out, r)
+			}
+		case KindFilter:
+			for _, r := range in {
+				if len([]rune(r.Key)) >= opts.MinLength && !slices.Contains(opts.Exclude, r.Key) {
+					out = append(out, r)
+				}
+			}
+		case KindTally:
+			out = in
+		case KindCount:
+			n := map[string]int64{}
+			for _, r := range in {
+				n[r.Key]++
+				out = append(out, Record{Key: r.Key, Value: n[r.Key]})
+			}
+		case KindSum:
+			sum := map[string]int64{}
+			for _, r := range in {
+				sum[r.Key] += r.Value
+			}
+			if o.ID != sink && !c.feedsOnly(o.ID, sink) {
+				tr.supported = false
+			}
+			tr.final = true
+			tr.finals = sum
+			for k, v := range sum {
+				out = append(out, Record{Key: k, Value: v})
+			}
+		case KindWindowCount:
+			size := opts.WindowSize.Milliseconds()
+			type wk struct {
+				key   string
+				start int64
+			}
+			n := map[wk]int64{}
+			for _, r := range in {
+				start := r.Timestamp - ((r.Timestamp%size)+size)%size
+				n[wk{r.Key, start}]++
+			}
+			for k, v := range n {
+				out = append(out, Record{Key: k.key, Value: v, Text: windowLabel(k.start, size), Timestamp: k.start + size - 1})
+			}
+		case KindBroadcastFilter:
+			tr.supported = false
+		case KindSink:
+			if o.ID == sink {
+				if !tr.final {
+					tr.exact = map[outKey]int{}
+					for _, r := range in {
+						tr.exact[outKey{r.Key, r.Text, r.Value}]++
+					}
+				}
+				return tr
+			}
+		}
+		outs[o.ID] = out
+	}
+	return tr
+}
+
+// feedsOnly reports whether from reaches sink through stateless operators only.
+func (c *core) feedsOnly(from, sink string) bool {
+	for _, e := range c.spec.Edges {
+		if e.From != from {
+			continue
+		}
+		if e.To == sink {
+			return true
+		}
+		o, _ := c.spec.Operator(e.To)
+		switch o.Kind {
+		case KindMap, KindFilter, KindTally:
+			if c.feedsOnly(e.To, sink) {
+				return true
+			}
+		}
+	}
+	return false
+}

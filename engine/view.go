@@ -1,0 +1,268 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
+)
+
+// Snapshot is the whole picture of a running job as plain data, for a new
+// viewer (the web sends it first) and for lesson checks. It is built outside
+// the engine's hot paths and shares no memory with the engine.
+type Snapshot struct {
+	Driver   string        `json:"driver"` // "step" or "live"
+	Seed     int64         `json:"seed"`
+	Step     int64         `json:"step"`
+	At       time.Duration `json:"at"`
+	Paused   bool          `json:"paused"`
+	Speed    float64       `json:"speed"`
+	Backend  Backend       `json:"backend"`
+	Job      JobView       `json:"job"`
+	Channels []ChannelView `json:"channels"`
+	// TaskManagers in id order, with the slots each offers.
+	TaskManagers []TaskManagerView `json:"taskManagers"`
+	Checkpoints  CheckpointsView   `json:"checkpoints"`
+	Sources      []SourceView      `json:"sources"`
+	Sinks        []SinkView        `json:"sinks"`
+	Commands     []LoggedCommand   `json:"commands"`
+	Counters     Counters          `json:"counters"`
+}
+
+// JobView is the job graph with its subtasks, the shape of the web protocol's
+// "job" object.
+type JobView struct {
+	Name      string         `json:"name"`
+	Status    JobStatus      `json:"status"`
+	Attempt   int            `json:"attempt"`
+	Operators []OperatorView `json:"operators"`
+	Edges     []EdgeView     `json:"edges"`
+	// Rescale is the rescale in progress, if any.
+	Rescale *RescaleView `json:"rescale,omitempty"`
+	// WaitingForResources is set while the job needs more slots than the
+	// alive TaskManagers offer.
+	WaitingForResources bool `json:"waitingForResources"`
+	SlotsNeeded         int  `json:"slotsNeeded"`
+	SlotsAvailable      int  `json:"slotsAvailable"`
+	RestartsLeft        int  `json:"restartsLeft"`
+}
+
+// OperatorView is one operator (a JobVertex) and its subtasks.
+type OperatorView struct {
+	ID             string        `json:"id"`
+	Kind           string        `json:"kind"`
+	Parallelism    int           `json:"parallelism"`
+	MaxParallelism int           `json:"maxParallelism"`
+	Keyed          bool          `json:"keyed"`
+	Subtasks       []SubtaskView `json:"subtasks"`
+}
+
+// SubtaskView is one subtask (an ExecutionVertex's current attempt).
+type SubtaskView struct {
+	Index       int        `json:"index"`
+	Name        string     `json:"name"`
+	Status      TaskStatus `json:"status"`
+	TaskManager string     `json:"taskManager"`
+	Slot        int        `json:"slot"`
+	// KeyGroups is the key-group range of a keyed operator's subtask.
+	KeyGroups  *rescale.KeyGroupRange `json:"keyGroups,omitempty"`
+	RecordsIn  int64                  `json:"recordsIn"`
+	RecordsOut int64                  `json:"recordsOut"`
+	Watermark  int64                  `json:"watermark"`
+	// Aligning is the checkpoint whose barriers the subtask is aligning (0 = none).
+	Aligning int64 `json:"aligning,omitempty"`
+	// Backpressured is set when an output channel is full.
+	Backpressured bool `json:"backpressured"`
+	// RestoredFrom is the checkpoint the subtask restored from (0 = fresh).
+	RestoredFrom int64 `json:"restoredFrom"`
+	// Offsets are a source subtask's partitions and next offsets.
+	Offsets []PartitionOffset `json:"offsets,omitempty"`
+	// OperatorState is operator state by name, rendered (Stepper only).
+	OperatorState map[string][]string `json:"operatorState,omitempty"`
+	// State is the keyed backend's figures (Stepper only).
+	State   *state.BackendMetrics `json:"state,omitempty"`
+	Failure string                `json:"failure,omitempty"`
+}
+
+// EdgeView is one edge of the job graph.
+type EdgeView struct {
+	From        string      `json:"from"`
+	To          string      `json:"to"`
+	Partitioner Partitioner `json:"partitioner"`
+}
+
+// ChannelView is one channel between two subtasks.
+type ChannelView struct {
+	Name      string          `json:"name"`
+	From      string          `json:"from"`
+	To        string          `json:"to"`
+	Edge      int             `json:"edge"` // index into Job.Edges
+	Capacity  int             `json:"capacity"`
+	Queued    []QueuedElement `json:"queued"`
+	Blocked   bool            `json:"blocked"`
+	BlockedBy int64           `json:"blockedBy,omitempty"`
+	Full      bool            `json:"full"`
+	Sent      int64           `json:"sent"`
+	Delivered int64           `json:"delivered"`
+}
+
+// QueuedElement is one element waiting in a channel, head first.
+type QueuedElement struct {
+	Kind       string `json:"kind"` // records, barrier, watermark
+	Records    int    `json:"records,omitempty"`
+	Checkpoint int64  `json:"checkpoint,omitempty"`
+	Watermark  int64  `json:"watermark,omitempty"`
+}
+
+// TaskManagerView is one TaskManager.
+type TaskManagerView struct {
+	ID     string   `json:"id"`
+	Status string   `json:"status"` // ALIVE or LOST
+	Slots  int      `json:"slots"`
+	Tasks  []string `json:"tasks"` // subtasks placed on it
+	// LocalDir is the node's local disk (pebble working directories).
+	LocalDir string `json:"localDir,omitempty"`
+}
+
+// RescaleView is a rescale in progress.
+type RescaleView struct {
+	Operator  string `json:"operator"`
+	From      int    `json:"from"`
+	To        int    `json:"to"`
+	Phase     string `json:"phase"` // savepoint, stopping, restoring
+	Savepoint int64  `json:"savepoint"`
+}
+
+// CheckpointsView is what Flink's checkpoint tab shows.
+type CheckpointsView struct {
+	Mode     CheckpointMode   `json:"mode"`
+	Interval time.Duration    `json:"interval"`
+	Counts   CheckpointCounts `json:"counts"`
+	// History lists recent checkpoints and savepoints, newest last.
+	History []CheckpointStats `json:"history"`
+	// Retained lists the checkpoints and savepoints in storage.
+	Retained []state.CheckpointInfo `json:"retained"`
+	Storage  state.StorageMetrics   `json:"storage"`
+	// LatestRestore is the last restore (nil before any).
+	LatestRestore *RestoreStats `json:"latestRestore,omitempty"`
+}
+
+// CheckpointCounts are Flink's checkpoint counts.
+type CheckpointCounts struct {
+	Triggered  int `json:"triggered"`
+	InProgress int `json:"inProgress"`
+	Completed  int `json:"completed"`
+	Failed     int `json:"failed"`
+	Restored   int `json:"restored"`
+}
+
+// Checkpoint statuses, as Flink names them.
+const (
+	CheckpointInProgress = "IN_PROGRESS"
+	CheckpointCompleted  = "COMPLETED"
+	CheckpointFailed     = "FAILED"
+)
+
+// CheckpointStats is one checkpoint or savepoint with the figures Flink's UI
+// shows. Durations are virtual on the Stepper.
+type CheckpointStats struct {
+	ID               int64         `json:"id"`
+	Savepoint        bool          `json:"savepoint"`
+	Stop             bool          `json:"stop,omitempty"` // stop-with-savepoint
+	Status           string        `json:"status"`
+	TriggerTime      time.Duration `json:"triggerTime"`
+	LatestAck        time.Duration `json:"latestAck"`
+	EndToEndDuration time.Duration `json:"endToEndDuration"`
+	Acknowledged     int           `json:"acknowledged"`
+	Total            int           `json:"total"`
+	// StateSize is the full state ("Full Checkpoint Data Size"),
+	// CheckpointedSize what this checkpoint wrote ("Checkpointed Data Size").
+	StateSize        int64      `json:"stateSize"`
+	CheckpointedSize int64      `json:"checkpointedSize"`
+	FailureMessage   string     `json:"failureMessage,omitempty"`
+	Subtasks         []AckStats `json:"subtasks"`
+	Discarded        bool       `json:"discarded,omitempty"`
+}
+
+// AckStats is one subtask's acknowledgement of a checkpoint.
+type AckStats struct {
+	Task     string `json:"task"`
+	Operator string `json:"operator"`
+	Subtask  int    `json:"subtask"`
+	// AckTime is when the acknowledgement reached the coordinator;
+	// EndToEnd = AckTime - trigger time.
+	AckTime           time.Duration `json:"ackTime"`
+	EndToEnd          time.Duration `json:"endToEnd"`
+	SyncDuration      time.Duration `json:"syncDuration"`
+	AsyncDuration     time.Duration `json:"asyncDuration"`
+	AlignmentDuration time.Duration `json:"alignmentDuration"`
+	StartDelay        time.Duration `json:"startDelay"`
+	StateSize         int64         `json:"stateSize"`
+	CheckpointedSize  int64         `json:"checkpointedSize"`
+}
+
+// RestoreStats is Flink's "latest restore".
+type RestoreStats struct {
+	Checkpoint  int64         `json:"checkpoint"`
+	Savepoint   bool          `json:"savepoint"`
+	RestoreTime time.Duration `json:"restoreTime"`
+	// Skipped lists checkpoints that could not be read (corrupt or missing files).
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// SourceView is one source operator's topic: its partitions, their length,
+// and the subtask reading each.
+type SourceView struct {
+	Operator   string          `json:"operator"`
+	Partitions []PartitionView `json:"partitions"`
+	Records    int64           `json:"records"` // all records in the topic
+}
+
+// PartitionView is one partition of a source topic.
+type PartitionView struct {
+	Partition int   `json:"partition"`
+	End       int64 `json:"end"` // offset after the last record
+	// Owner is the subtask reading it (-1 when none runs).
+	Owner  int   `json:"owner"`
+	Offset int64 `json:"offset"` // next offset the owner reads
+	// Checkpointed is the offset in the latest completed checkpoint (-1: none).
+	Checkpointed int64 `json:"checkpointed"`
+}
+
+// SinkView is one sink: its committed output against the ground truth.
+type SinkView struct {
+	Operator     string            `json:"operator"`
+	Semantics    string            `json:"semantics"`
+	Committed    int               `json:"committed"`
+	Transactions []TransactionView `json:"transactions"`
+	Comparison   *Comparison       `json:"comparison,omitempty"`
+}
+
+// TransactionView is a sink transaction not yet committed.
+type TransactionView struct {
+	ID         string `json:"id"`
+	Task       string `json:"task"`
+	Checkpoint int64  `json:"checkpoint,omitempty"`
+	Status     string `json:"status"`
+	Records    int    `json:"records"`
+}
+
+// Counters are running totals of the engine.
+type Counters struct {
+	Crashes   int `json:"crashes"`
+	Restarts  int `json:"restarts"`
+	Restores  int `json:"restores"`
+	Rescales  int `json:"rescales"`
+	Failovers int `json:"failovers"`
+}
+
+// TaskStateView is the state inspector's view of one subtask.
+type TaskStateView struct {
+	Task      string                  `json:"task"`
+	KeyGroups *rescale.KeyGroupRange  `json:"keyGroups,omitempty"`
+	Keyed     []state.Entry           `json:"keyed"`
+	Operator  []state.OperatorEntry   `json:"operator"`
+	Metrics   *state.BackendMetrics   `json:"metrics,omitempty"`
+	PerGroup  []state.KeyGroupMetrics `json:"perKeyGroup,omitempty"`
+	Error     string                  `json:"error,omitempty"`
+}
