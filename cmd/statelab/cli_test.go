@@ -20,7 +20,7 @@ func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 }
 
 func TestHelpListsCommands(t *testing.T) {
-	code, out, _ := run(t, "")
+	code, out, _ := run(t, "", "help")
 	require.Equal(t, 0, code)
 	for _, c := range []string{"keygroup", "ranges", "repartition", "plan"} {
 		assert.Contains(t, out, c)

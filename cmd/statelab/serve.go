@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/statelab/statelab/web"
+)
+
+func init() {
+	register(command{name: "serve", summary: "run the web app: lessons, sandbox, live views (the default command)", run: runServe})
+	// `go run ./cmd/statelab` opens the app.
+	defaultCommand = "serve"
+}
+
+func runServe(ctx context.Context, args []string, io IO) int {
+	fs := newFlagSet("serve")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port); only loopback unless you choose otherwise")
+	data := fs.String("data", "", "directory for session data: Pebble working directories and checkpoints (default: the user's cache directory/statelab)")
+	origins := fs.String("allow-origin", "", "comma-separated extra origins allowed to open WebSockets, e.g. http://localhost:3000 (the app's own origin is always allowed)")
+	maxSessions := fs.Int("max-sessions", 32, "most sessions running at once")
+	quiet := fs.Bool("quiet", false, "log only warnings and errors")
+	if code, done := parseFlags(fs, args, io); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		code, _ := usageError(io, fs.Name(), "unexpected argument %q (serve takes only flags; run 'statelab serve -h')", fs.Arg(0))
+		return code
+	}
+	if *maxSessions < 1 {
+		code, _ := usageError(io, fs.Name(), "--max-sessions %d is below 1", *maxSessions)
+		return code
+	}
+	dir := *data
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			code, _ := usageError(io, fs.Name(), "cannot find the user's cache directory (%v); choose a directory with --data", err)
+			return code
+		}
+		dir = filepath.Join(cache, "statelab")
+	}
+	var allow []string
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			allow = append(allow, strings.TrimRight(o, "/"))
+		}
+	}
+	level := slog.LevelInfo
+	if *quiet {
+		level = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
+
+	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, Logger: logger})
+	if err != nil {
+		code, _ := usageError(io, fs.Name(), "%v", err)
+		return code
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		_ = srv.Close()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			fmt.Fprintf(io.Err, "statelab serve: %s is already in use (is StateLab or another server running there?); choose another address, e.g. --addr 127.0.0.1:8081\n", *addr)
+		} else {
+			fmt.Fprintf(io.Err, "statelab serve: cannot listen on %s: %v; choose another address with --addr host:port\n", *addr, err)
+		}
+		return exitFail
+	}
+	fmt.Fprintf(io.Out, "StateLab is running at %s\n", appURL(ln.Addr()))
+	fmt.Fprintf(io.Out, "Session data: %s. Press Ctrl-C to stop.\n", dir)
+	if err := srv.Serve(ctx, ln); err != nil {
+		fmt.Fprintf(io.Err, "statelab serve: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintln(io.Out, "StateLab stopped: every session closed.")
+	return exitOK
+}
+
+// appURL is the URL to open for addr: a wildcard host is shown as
+// 127.0.0.1, so the printed link works when clicked.
+func appURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}

@@ -1,0 +1,42 @@
+// Package web is StateLab's web app: the HTTP server, the templ pages, and
+// the WebSocket protocol that streams a running job to the browser's live
+// views and carries the learner's commands back (docs/protocol.md).
+//
+// Main types:
+//
+//   - Server (New, Handler, Serve, Close): routes, security headers, the
+//     session table with its cap and idle reaper, and the hub.
+//   - Engine: what a session needs from a running job — Snapshot,
+//     Subscribe, Apply a command, Step/Pause/Resume/SetSpeed, Inspect, Close.
+//     NewEngine adapts the engine package's drivers; tests use doubles.
+//   - Session: one job and its viewers. Its pump goroutine is the only
+//     reader of the engine's events; it coalesces them into at most one
+//     "events" frame per FrameInterval (20 per second by default) and
+//     sends a fresh "snapshot" after structural changes (restore, rescale,
+//     TaskManager lost), after dropped events, and once a second while the
+//     job moves.
+//   - hub: the one goroutine that owns every connection. It alone sends on
+//     and closes a connection's send channel; a connection whose buffer is
+//     full is dropped, never waited for. Each connection has one writer
+//     goroutine (the only writer of its socket) and one reader (the HTTP
+//     handler's goroutine), which parses commands and runs them.
+//   - JobTemplate, SandboxSettings: the sandbox's jobs and their settings.
+//   - LessonCatalog: the hook the lessons package fills (list, page, run).
+//
+// Contract of a connection (docs/protocol.md has the messages):
+//
+//  1. GET /ws?template=ID[&settings] starts a session, /ws?session=ID joins
+//     one (/ws?lesson=SLUG starts a lesson's). The Origin must be the
+//     server's own or one allowed with Config.AllowOrigins.
+//  2. The first message is a snapshot; every later one is an events batch,
+//     a fresh snapshot, or the ack / error of one of this client's commands.
+//  3. A client sends {"type":"command","id":…,"name":…,"args":{…}}; each is
+//     answered once, in order. A bad message gets an error reply and the
+//     connection and session carry on; a message above ReadLimit closes the
+//     connection (status 1009).
+//  4. A client that cannot keep up is closed with status 1008; it may
+//     reconnect with ?session=ID and start from a new snapshot.
+//
+// Package direction: web imports engine, rescale and static, never the
+// reverse; cmd/statelab wires it up (statelab serve).
+package web

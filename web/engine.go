@@ -1,0 +1,82 @@
+package web
+
+import (
+	"context"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// Engine is what a session needs from a running job. The real implementation
+// adapts engine.Stepper / engine.Live (see adapter.go); tests use doubles.
+//
+// Every method may be called from any goroutine; an implementation
+// serialises access to its driver itself.
+type Engine interface {
+	// Snapshot returns the whole picture now, as plain data.
+	Snapshot() engine.Snapshot
+	// Inspect returns the keyed and operator state of one subtask
+	// ("count#1"), for the state inspector.
+	Inspect(task string) (engine.TaskStateView, error)
+	// Subscribe delivers events in order until cancel is called or the
+	// engine closes. It never blocks the engine: when the subscriber falls
+	// behind, events are dropped and Dropped counts them (the session then
+	// sends a fresh snapshot).
+	Subscribe(buffer int) Subscription
+	// Apply performs a control command (crash, rescale, checkpoint, inject,
+	// ...). It returns an error the session maps to a protocol error code;
+	// wrap ErrBadArgs or ErrRefused to choose the code.
+	Apply(ctx context.Context, cmd Command) error
+	// Step advances a paused teaching-mode run by n engine steps.
+	Step(n int) error
+	// Pause stops the run's clock; Resume starts it again.
+	Pause() error
+	Resume() error
+	// SetSpeed sets how fast the run plays: 1 is the default teaching pace
+	// (or real time at full speed).
+	SetSpeed(factor float64) error
+	// Close stops the run and releases its resources (goroutines, Pebble).
+	Close() error
+}
+
+// Subscription is a stream of engine events.
+type Subscription interface {
+	Events() <-chan engine.Event
+	Dropped() int64
+	Close()
+}
+
+// Event is an engine event as it travels on the wire (see docs/protocol.md).
+type Event = engine.Event
+
+// EngineFactory starts a job for a session. dataDir is a fresh directory the
+// engine may use for Pebble working directories and checkpoints; it is
+// removed when the session ends.
+type EngineFactory func(ctx context.Context, cfg RunConfig) (Engine, error)
+
+// RunConfig is what a session asks an EngineFactory to start.
+type RunConfig struct {
+	Spec    *engine.JobSpec
+	Driver  string // DriverStepper or DriverLive
+	DataDir string
+}
+
+// Drivers, as the protocol and `statelab chaos --driver` name them.
+const (
+	DriverStepper = "step" // teaching mode: one engine event per step, virtual time
+	DriverLive    = "live" // full speed: a goroutine per subtask, real time
+)
+
+// Command is a parsed, validated client command, as the engine applies it.
+type Command struct {
+	Name        string  `json:"name"`
+	Operator    string  `json:"operator,omitempty"`
+	Index       int     `json:"index,omitempty"`
+	TaskManager string  `json:"taskManager,omitempty"`
+	Parallelism int     `json:"parallelism,omitempty"`
+	Count       int     `json:"count,omitempty"`
+	Factor      float64 `json:"factor,omitempty"`
+	Text        string  `json:"text,omitempty"`
+	Partition   int     `json:"partition,omitempty"` // -1: let the source choose
+	Seed        int64   `json:"seed,omitempty"`
+	Driver      string  `json:"driver,omitempty"`
+}

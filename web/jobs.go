@@ -1,0 +1,267 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/statelab/statelab/engine"
+	"github.com/statelab/statelab/rescale"
+)
+
+// JobTemplate is a job a sandbox can start. Build turns the sandbox settings
+// into an engine job spec; the spec is validated by the engine.
+type JobTemplate struct {
+	ID string
+	// TitleKey and DescKey are message-catalogue keys.
+	TitleKey string
+	DescKey  string
+	// Operators whose parallelism the sandbox form offers to set.
+	Tunable []string
+	// Defaults are the form's starting values.
+	Defaults SandboxSettings
+	build    func(s SandboxSettings) *engine.JobSpec
+}
+
+// SandboxSettings are what the sandbox form chooses.
+type SandboxSettings struct {
+	Backend        string
+	Parallelism    map[string]int
+	MaxParallelism int // of keyed operators; 0 = Flink's default
+	Interval       time.Duration
+	TaskManagers   int
+	Slots          int
+	Seed           int64
+	Keys           int
+	Driver         string
+	Sink           string // exactly-once or at-least-once
+}
+
+// Build returns the job spec of t with s applied, validated by the engine.
+func (t *JobTemplate) Build(s SandboxSettings) (*engine.JobSpec, error) {
+	spec := t.build(s)
+	spec.Seed = s.Seed
+	spec.Backend = engine.Backend(s.Backend)
+	spec.Checkpointing.Interval = engine.Duration(s.Interval)
+	spec.Cluster.TaskManagers = s.TaskManagers
+	spec.Cluster.SlotsPerTaskManager = s.Slots
+	for i := range spec.Operators {
+		o := &spec.Operators[i]
+		if p, ok := s.Parallelism[o.ID]; ok {
+			o.Parallelism = p
+		}
+		if s.MaxParallelism > 0 && (o.Kind == engine.KindCount || o.Kind == engine.KindWindowCount || o.Kind == engine.KindSum) {
+			o.MaxParallelism = s.MaxParallelism
+		}
+		if o.Kind == engine.KindSink && s.Sink != "" {
+			if o.Options == nil {
+				o.Options = map[string]any{}
+			}
+			o.Options["semantics"] = s.Sink
+		}
+	}
+	// Forward edges need equal parallelism; when the learner chose
+	// different ones, rebalance instead (Flink's default).
+	for i := range spec.Edges {
+		e := &spec.Edges[i]
+		if e.Partitioner == engine.Forward {
+			f, _ := spec.Operator(e.From)
+			to, _ := spec.Operator(e.To)
+			if f.Parallelism != to.Parallelism {
+				e.Partitioner = engine.Rebalance
+			}
+		}
+	}
+	// Too few slots is allowed: the job waits for resources, as Flink's
+	// does, until the learner adds a TaskManager.
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrBadArgs, strings.TrimPrefix(err.Error(), "engine: invalid job spec: "))
+	}
+	return spec, nil
+}
+
+// sandboxRecords is how many records a sandbox source holds: minutes of
+// watching at the teaching pace. The engine compares the sink with the
+// ground truth of the whole topic at every snapshot, so the topic stays
+// small; a learner can always type more records in.
+const sandboxRecords = 20_000
+
+// Templates are the sandbox's jobs, in the order the chooser lists them.
+var Templates = []*JobTemplate{
+	{
+		ID: "wordcount", TitleKey: "template.wordcount.title", DescKey: "template.wordcount.desc",
+		Tunable:  []string{"source", "tokenizer", "count"},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "tokenizer": 2, "count": 2}, Interval: 3 * time.Second, TaskManagers: 2, Slots: 2, Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		build: func(s SandboxSettings) *engine.JobSpec {
+			return &engine.JobSpec{
+				Name: "word-count",
+				Operators: []engine.OperatorSpec{
+					{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 4, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys}},
+					{ID: "tokenizer", Kind: engine.KindTokenizer, Parallelism: 2},
+					{ID: "count", Kind: engine.KindCount, Parallelism: 2},
+					{ID: "sink", Kind: engine.KindSink, Parallelism: 1},
+				},
+				Edges: []engine.EdgeSpec{
+					{From: "source", To: "tokenizer", Partitioner: engine.Forward},
+					{From: "tokenizer", To: "count", Partitioner: engine.Hash},
+					{From: "count", To: "sink", Partitioner: engine.Rebalance},
+				},
+			}
+		},
+	},
+	{
+		ID: "clicks", TitleKey: "template.clicks.title", DescKey: "template.clicks.desc",
+		Tunable:  []string{"source", "window"},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "window": 2}, Interval: 3 * time.Second, TaskManagers: 2, Slots: 2, Seed: 1, Keys: 6, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		build: func(s SandboxSettings) *engine.JobSpec {
+			return &engine.JobSpec{
+				Name: "click-event-count",
+				Operators: []engine.OperatorSpec{
+					{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 2, "generator": engine.GeneratorClicks, "records": sandboxRecords, "pages": s.Keys}},
+					{ID: "window", Kind: engine.KindWindowCount, Parallelism: 2},
+					{ID: "sink", Kind: engine.KindSink, Parallelism: 1},
+				},
+				Edges: []engine.EdgeSpec{
+					{From: "source", To: "window", Partitioner: engine.Hash},
+					{From: "window", To: "sink", Partitioner: engine.Rebalance},
+				},
+			}
+		},
+	},
+	{
+		ID: "article", TitleKey: "template.article.title", DescKey: "template.article.desc",
+		Tunable:  []string{"source", "count"},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 1, "count": 2}, MaxParallelism: 10, Interval: 3 * time.Second, TaskManagers: 2, Slots: 2, Seed: 1, Keys: 20, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		build: func(s SandboxSettings) *engine.JobSpec {
+			return &engine.JobSpec{
+				Name: "five-partitions",
+				Operators: []engine.OperatorSpec{
+					{ID: "source", Kind: engine.KindSource, Parallelism: 1, Options: map[string]any{"partitions": 5, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys, "wordsPerLine": 1}},
+					{ID: "count", Kind: engine.KindCount, Parallelism: 2},
+					{ID: "sink", Kind: engine.KindSink, Parallelism: 1},
+				},
+				Edges: []engine.EdgeSpec{
+					{From: "source", To: "count", Partitioner: engine.Hash},
+					{From: "count", To: "sink", Partitioner: engine.Rebalance},
+				},
+			}
+		},
+	},
+}
+
+// Template returns the template with the given id.
+func Template(id string) (*JobTemplate, bool) {
+	for _, t := range Templates {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+func templateIDs() string {
+	ids := make([]string, len(Templates))
+	for i, t := range Templates {
+		ids[i] = t.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// Bounds of the sandbox form.
+const (
+	maxSandboxParallelism  = 8
+	maxSandboxTaskManagers = 8
+	maxSandboxSlots        = 8
+	maxSandboxKeys         = 100_000
+)
+
+// ParseSettings reads sandbox settings from a query string (the sandbox
+// form's fields; see docs/protocol.md), starting from t's defaults.
+func ParseSettings(t *JobTemplate, q url.Values) (SandboxSettings, error) {
+	s := t.Defaults
+	s.Parallelism = map[string]int{}
+	for k, v := range t.Defaults.Parallelism {
+		s.Parallelism[k] = v
+	}
+	bad := func(field, format string, a ...any) (SandboxSettings, error) {
+		return s, fmt.Errorf("%w: %s: %s", ErrBadArgs, field, fmt.Sprintf(format, a...))
+	}
+	intParam := func(name string, lo, hi int, dst *int) error {
+		v := q.Get(name)
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%w: %s=%q: want a whole number from %d to %d", ErrBadArgs, name, v, lo, hi)
+		}
+		*dst = n
+		return nil
+	}
+	if v := q.Get("backend"); v != "" {
+		if !slices.Contains([]string{"memory", "fs", "pebble"}, v) {
+			return bad("backend", "%q is unknown; choose memory, fs or pebble", v)
+		}
+		s.Backend = v
+	}
+	for _, op := range t.Tunable {
+		if err := intParam("p."+op, 1, maxSandboxParallelism, new(int)); err != nil {
+			return s, err
+		}
+		if v := q.Get("p." + op); v != "" {
+			n, _ := strconv.Atoi(v)
+			s.Parallelism[op] = n
+		}
+	}
+	if v := q.Get("maxParallelism"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || (n != 0 && (n < 1 || n > rescale.UpperBoundMaxParallelism)) {
+			return bad("maxParallelism", "%q: want 0 (Flink's default) or a whole number from 1 to %d", v, rescale.UpperBoundMaxParallelism)
+		}
+		s.MaxParallelism = n
+	}
+	if v := q.Get("interval"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			if n, err2 := strconv.Atoi(v); err2 == nil {
+				d, err = time.Duration(n)*time.Millisecond, nil
+			}
+		}
+		if err != nil || d < 0 || d > time.Hour {
+			return bad("interval", "%q: want a duration such as 2s or 500ms (0 turns periodic checkpoints off)", v)
+		}
+		s.Interval = d
+	}
+	if err := intParam("taskManagers", 1, maxSandboxTaskManagers, &s.TaskManagers); err != nil {
+		return s, err
+	}
+	if err := intParam("slots", 1, maxSandboxSlots, &s.Slots); err != nil {
+		return s, err
+	}
+	if err := intParam("keys", 1, maxSandboxKeys, &s.Keys); err != nil {
+		return s, err
+	}
+	if v := q.Get("seed"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return bad("seed", "%q: want a whole number", v)
+		}
+		s.Seed = n
+	}
+	if v := q.Get("driver"); v != "" {
+		if v != DriverStepper && v != DriverLive {
+			return bad("driver", "%q is unknown; choose step (teaching mode) or live (full speed)", v)
+		}
+		s.Driver = v
+	}
+	if v := q.Get("sink"); v != "" {
+		if v != engine.SinkExactlyOnce && v != engine.SinkAtLeastOnce {
+			return bad("sink", "%q is unknown; choose exactly-once or at-least-once", v)
+		}
+		s.Sink = v
+	}
+	return s, nil
+}

@@ -1,0 +1,457 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// Session kinds. Lessons and classrooms will add their own; a kind only
+// changes how the session was created and who may control it.
+const (
+	KindSandbox = "sandbox"
+)
+
+// Session is one running job and the viewers watching it. Its pump
+// goroutine is the only reader of the engine's events: it coalesces them
+// into at most one frame per FrameInterval, and answers joins with a
+// snapshot taken after every earlier event was flushed, so a new viewer
+// starts from a consistent picture.
+type Session struct {
+	ID       string
+	Kind     string
+	Template string
+	Created  time.Time
+
+	srv     *Server
+	run     RunConfig // how the current engine was started (reset restarts from it)
+	viewers atomic.Int64
+	active  atomic.Int64 // unix nanoseconds of the last join, leave or command
+
+	// cmdMu serialises commands, so two viewers' commands never interleave
+	// inside the engine and a reset swaps the engine with nobody using it.
+	cmdMu sync.Mutex
+	engMu sync.RWMutex
+	eng   Engine
+
+	joins  chan *client
+	swaps  chan swapReq
+	resync chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed atomic.Bool
+	resets atomic.Int64
+}
+
+type swapReq struct {
+	eng  Engine
+	done chan struct{}
+}
+
+func (s *Session) touch() { s.active.Store(time.Now().UnixNano()) }
+
+// Viewers is how many connections watch the session now.
+func (s *Session) Viewers() int { return int(s.viewers.Load()) }
+
+// engine returns the current engine.
+func (s *Session) engine() Engine {
+	s.engMu.RLock()
+	defer s.engMu.RUnlock()
+	return s.eng
+}
+
+// Snapshot returns the current engine's snapshot (for HTTP views and tests).
+func (s *Session) Snapshot() engine.Snapshot { return s.engine().Snapshot() }
+
+func newSessionID() string {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("web: crypto/rand failed: " + err.Error())
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// startSession starts the engine for run and the session's pump.
+func (srv *Server) startSession(kind, template string, run RunConfig) (*Session, error) {
+	id := newSessionID()
+	run.DataDir = filepath.Join(srv.cfg.DataDir, "sessions", id)
+	if err := os.MkdirAll(run.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create session directory: %w", err)
+	}
+	eng, err := srv.cfg.Engines(srv.ctx, run)
+	if err != nil {
+		_ = os.RemoveAll(run.DataDir)
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(srv.ctx)
+	s := &Session{
+		ID: id, Kind: kind, Template: template, Created: time.Now(),
+		srv: srv, run: run, eng: eng,
+		joins: make(chan *client), swaps: make(chan swapReq), resync: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	}
+	s.touch()
+	go s.pump()
+	srv.log.Info("session started", "session", id, "template", template, "driver", run.Driver, "seed", run.Spec.Seed)
+	return s, nil
+}
+
+// close stops the pump, closes every viewer and the engine, and removes the
+// session's data directory. It waits for the pump to end.
+func (s *Session) close(reason string) {
+	if !s.closed.CompareAndSwap(false, true) {
+		return
+	}
+	s.srv.hub.closeSession(s, websocket.CloseGoingAway, reason)
+	s.cancel()
+	<-s.done
+	s.cmdMu.Lock()
+	defer s.cmdMu.Unlock()
+	if err := s.engine().Close(); err != nil {
+		s.srv.log.Warn("close engine", "session", s.ID, "err", err)
+	}
+	if err := os.RemoveAll(s.run.DataDir); err != nil {
+		s.srv.log.Warn("remove session data", "session", s.ID, "err", err)
+	}
+	s.srv.log.Info("session closed", "session", s.ID, "reason", reason)
+}
+
+// join registers c with the session; the pump sends it a snapshot first.
+func (s *Session) join(c *client) bool {
+	select {
+	case s.joins <- c:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// requestSnapshot asks the pump to send every viewer a fresh snapshot.
+func (s *Session) requestSnapshot() {
+	select {
+	case s.resync <- struct{}{}:
+	default: // one is already pending
+	}
+}
+
+// structural event kinds change the shape of the job (subtasks, owners,
+// TaskManagers) or rewind it; after one the pump sends a fresh snapshot so
+// viewers never have to rebuild the job from events.
+var structural = map[string]bool{
+	"job-status": true, "taskmanager": true, "rescale-completed": true, "rescale-failed": true,
+	"restore": true, "checkpoint-completed": true, "checkpoint-aborted": true, "record-injected": true,
+}
+
+// pump reads the engine's events and hands frames to the hub.
+func (s *Session) pump() {
+	defer close(s.done)
+	cfg := &s.srv.cfg
+	sub := s.engine().Subscribe(cfg.EventBuffer)
+	defer func() { sub.Close() }()
+	tick := time.NewTicker(cfg.FrameInterval)
+	defer tick.Stop()
+	var (
+		co        coalescer
+		dropped   int64
+		needSnap  bool
+		lastSnap  time.Time
+		activity  bool
+		snapEvery = cfg.SnapshotInterval
+		subChan   = sub.Events()
+	)
+	flush := func() {
+		if co.len() == 0 {
+			return
+		}
+		frame, err := json.Marshal(eventsMsg{Type: "events", Events: co.take()})
+		if err != nil {
+			s.srv.log.Error("marshal events", "session", s.ID, "err", err)
+			return
+		}
+		s.srv.hub.broadcast(s, frame)
+	}
+	snapshotFrame := func() []byte {
+		lastSnap = time.Now()
+		needSnap, activity = false, false
+		frame, err := s.snapshotFrame()
+		if err != nil {
+			s.srv.log.Error("marshal snapshot", "session", s.ID, "err", err)
+			return nil
+		}
+		return frame
+	}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case e, ok := <-subChan:
+			if !ok { // the engine closed; a swap brings the next one
+				subChan = nil
+				continue
+			}
+			co.add(e)
+			activity = true
+			if structural[string(e.Kind)] {
+				needSnap = true
+			}
+		case <-tick.C:
+			flush()
+			if d := sub.Dropped(); d != dropped {
+				dropped, needSnap = d, true
+			}
+			if needSnap || (activity && time.Since(lastSnap) >= snapEvery) {
+				if f := snapshotFrame(); f != nil {
+					s.srv.hub.broadcast(s, f)
+				}
+			}
+		case <-s.resync:
+			flush()
+			if f := snapshotFrame(); f != nil {
+				s.srv.hub.broadcast(s, f)
+			}
+		case c := <-s.joins:
+			// Flush first: everything the snapshot reflects must reach
+			// existing viewers before the new one is registered.
+			flush()
+			frame, err := s.snapshotFrame()
+			if err != nil {
+				s.srv.log.Error("marshal snapshot", "session", s.ID, "err", err)
+				frame = mustJSON(errorMsg{Type: "error", Code: CodeInternal, Message: "cannot build the snapshot: " + err.Error()})
+			}
+			s.srv.hub.register(c, s, frame)
+		case r := <-s.swaps:
+			flush()
+			co = coalescer{}
+			sub.Close()
+			s.engMu.Lock()
+			s.eng = r.eng
+			s.engMu.Unlock()
+			sub = r.eng.Subscribe(cfg.EventBuffer)
+			subChan, dropped = sub.Events(), 0
+			if f := snapshotFrame(); f != nil {
+				s.srv.hub.broadcast(s, f)
+			}
+			close(r.done)
+		}
+	}
+}
+
+func (s *Session) snapshotFrame() ([]byte, error) {
+	return json.Marshal(snapshotMsg{Type: "snapshot", V: ProtocolVersion, Session: s.ID, Template: s.Template, Snapshot: s.engine().Snapshot()})
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("web: marshal " + fmt.Sprintf("%T", v) + ": " + err.Error())
+	}
+	return b
+}
+
+// handle runs one client message on the reader goroutine of c and replies
+// to c alone. Errors never end the connection or the session.
+func (s *Session) handle(c *client, data []byte) {
+	s.touch()
+	id, cmd, def, pe := parseClientMsg(data)
+	if pe == nil && c.lim != nil && !c.lim.allow(time.Now()) {
+		pe = perr(CodeRefused, "too many commands: this connection may send %g per second; wait a moment and send it again", s.srv.cfg.CommandRate)
+	}
+	if pe == nil && def.control && c.role != RoleController {
+		pe = perr(CodeForbidden, "%s: this view follows the session and cannot control it", cmd.Name)
+	}
+	if pe == nil {
+		pe = s.execute(c, &cmd)
+	}
+	if pe != nil {
+		s.srv.hub.unicast(c, mustJSON(errorMsg{Type: "error", ID: id, Code: pe.Code, Message: pe.Message}))
+		return
+	}
+	s.srv.hub.unicast(c, mustJSON(ackMsg{Type: "ack", ID: id}))
+}
+
+// execute applies cmd to the engine.
+func (s *Session) execute(c *client, cmd *Command) *protoError {
+	s.cmdMu.Lock()
+	defer s.cmdMu.Unlock()
+	if s.closed.Load() {
+		return perr(CodeRefused, "the session has ended; open a new sandbox")
+	}
+	eng := s.engine()
+	var err error
+	switch cmd.Name {
+	case CmdSnapshot:
+		frame, e := s.snapshotFrame()
+		if e != nil {
+			return perr(CodeInternal, "cannot build the snapshot: %v", e)
+		}
+		s.srv.hub.unicast(c, frame)
+		return nil
+	case CmdPause:
+		err = eng.Pause()
+	case CmdResume:
+		err = eng.Resume()
+	case CmdStep:
+		err = eng.Step(cmd.Count)
+	case CmdSpeed:
+		err = eng.SetSpeed(cmd.Factor)
+	case CmdReset:
+		return s.reset(cmd)
+	default:
+		snap := eng.Snapshot()
+		if pe := checkAgainstJob(cmd, &snap); pe != nil {
+			return pe
+		}
+		err = eng.Apply(s.ctx, *cmd)
+	}
+	if err != nil {
+		return engineError(cmd.Name, err)
+	}
+	if cmd.Name == CmdPause || cmd.Name == CmdResume || cmd.Name == CmdSpeed || cmd.Name == CmdStep {
+		s.requestSnapshot() // playing / speed / step show in the controls
+	}
+	return nil
+}
+
+// reset starts the job again from its template, with a new seed or driver
+// if given, and swaps the engine under every viewer.
+func (s *Session) reset(cmd *Command) *protoError {
+	run := s.run
+	run.Spec = s.run.Spec.Clone()
+	if cmd.Seed != 0 {
+		run.Spec.Seed = cmd.Seed
+	}
+	if cmd.Driver != "" {
+		run.Driver = cmd.Driver
+	}
+	// Start the new run beside the old one (each run has its own directory,
+	// so Pebble instances never share one), swap, then close the old run:
+	// viewers always see an engine that is open.
+	runDir := filepath.Join(s.run.DataDir, fmt.Sprintf("run-%d", s.resets.Add(1)))
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return perr(CodeInternal, "reset: cannot create the run directory: %v", err)
+	}
+	r := run
+	r.DataDir = runDir
+	eng, err := s.srv.cfg.Engines(s.ctx, r)
+	if err != nil {
+		_ = os.RemoveAll(runDir)
+		return engineError(CmdReset, err)
+	}
+	old := s.engine()
+	s.swap(eng)
+	if err := old.Close(); err != nil {
+		s.srv.log.Warn("close engine on reset", "session", s.ID, "err", err)
+	}
+	s.run.Spec, s.run.Driver = run.Spec, run.Driver
+	s.srv.log.Info("session reset", "session", s.ID, "driver", run.Driver, "seed", run.Spec.Seed)
+	return nil
+}
+
+func (s *Session) swap(eng Engine) {
+	r := swapReq{eng: eng, done: make(chan struct{})}
+	select {
+	case s.swaps <- r:
+		<-r.done
+	case <-s.done:
+		_ = eng.Close()
+	}
+}
+
+// engineError maps an engine error to a protocol error.
+func engineError(name string, err error) *protoError {
+	msg := strings.TrimPrefix(err.Error(), "engine: ")
+	switch {
+	case errors.Is(err, ErrBadArgs):
+		return perr(CodeBadArgs, "%s: %s", name, msg)
+	case errors.Is(err, ErrRefused):
+		return perr(CodeRefused, "%s: %s", name, msg)
+	default:
+		return perr(CodeRefused, "%s: %s", name, msg)
+	}
+}
+
+// sessionTable is the set of running sessions, with a cap. A session being
+// started holds a reservation, so concurrent creations cannot pass the cap.
+type sessionTable struct {
+	mu       sync.Mutex
+	m        map[string]*Session
+	reserved int
+}
+
+func (t *sessionTable) get(id string) *Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[id]
+}
+
+// reserve takes a place for a new session if fewer than max are running or
+// starting; release or put gives it back.
+func (t *sessionTable) reserve(max int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m)+t.reserved >= max {
+		return false
+	}
+	t.reserved++
+	return true
+}
+
+func (t *sessionTable) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reserved--
+}
+
+// put adds s in place of a reservation.
+func (t *sessionTable) put(s *Session) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reserved--
+	t.m[s.ID] = s
+}
+
+func (t *sessionTable) remove(id string) *Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.m[id]
+	delete(t.m, id)
+	return s
+}
+
+func (t *sessionTable) all() []*Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Session, 0, len(t.m))
+	for _, s := range t.m {
+		out = append(out, s)
+	}
+	return out
+}
+
+// reapIdle closes sessions nobody has watched for the idle timeout.
+func (srv *Server) reapIdle(now time.Time) int {
+	n := 0
+	for _, s := range srv.sessions.all() {
+		idle := now.Sub(time.Unix(0, s.active.Load()))
+		if s.Viewers() == 0 && idle >= srv.cfg.IdleTimeout {
+			srv.sessions.remove(s.ID)
+			s.close(fmt.Sprintf("idle for %s with no viewer", idle.Round(time.Second)))
+			n++
+		}
+	}
+	return n
+}
