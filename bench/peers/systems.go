@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/statelab/statelab/bench"
+	"github.com/statelab/statelab/rescale"
+)
+
+// allSystems lists every keyed count this module runs, StateLab's first.
+func allSystems(o options) []system {
+	p := o.parallelism
+	maxP := rescale.DefaultMaxParallelism(p)
+	return []system{
+		{
+			name: "bare-batched",
+			what: fmt.Sprintf("goroutines and channels, batches of %d, a map per key group, parallelism %d", bench.BatchSize, p),
+			run: func(_ context.Context, words []string) (map[string]int64, time.Duration, error) {
+				r, err := bench.RunBarePipeline(words, p, maxP)
+				return r.Counts, r.Elapsed, err
+			},
+		},
+		{
+			name: "go-streams",
+			what: "reugn/go-streams v0.12.0: flow.NewKeyed by word, flow.NewReduce sum per word (in memory)",
+			run: func(_ context.Context, words []string) (map[string]int64, time.Duration, error) {
+				r := runGoStreams(words)
+				return r.counts, r.elapsed, nil
+			},
+		},
+		gokaSystem("goka-memory", gokaMemory, p),
+		gokaSystem("goka-leveldb", gokaLevelDB, p),
+	}
+}
+
+func gokaSystem(name string, st gokaStorage, partitions int) system {
+	return system{
+		name: name,
+		what: fmt.Sprintf("lovoo/goka v1.1.13, group table in %s storage, %d partitions, franz-go kfake broker on loopback", st, partitions),
+		run: func(ctx context.Context, words []string) (map[string]int64, time.Duration, error) {
+			dir, err := os.MkdirTemp("", "statelab-goka-")
+			if err != nil {
+				return nil, 0, err
+			}
+			defer os.RemoveAll(dir)
+			r, err := runGoka(ctx, words, partitions, st, dir)
+			return r.counts, r.elapsed, err
+		},
+	}
+}
