@@ -189,6 +189,11 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 		r.phase = "stopping"
 		c.par = r.target
 	}
+	if p.savepoint && !stop {
+		// As in Flink 1.15+, an intermediate savepoint commits no side
+		// effects: sinks commit its transactions with the next checkpoint.
+		return
+	}
 	for _, t := range c.ex.tasks {
 		t.sendCtl(control{kind: ctlNotifyComplete, attempt: c.ex.attempt, id: p.id, stop: stop, seq: c.nextSeq()})
 		c.drv.wake(t)

@@ -84,6 +84,10 @@ type core struct {
 	terminal  bool
 	injected  map[string]int
 	cmdLog    []LoggedCommand
+	// recoverable lists the savepoints failover may restore: those the job
+	// was restored from.
+	recoverable map[int64]bool
+	truthCache  map[string]truth
 }
 
 type rescaleOp struct {
@@ -104,7 +108,8 @@ func newCore(spec *JobSpec, opts Options) (*core, error) {
 		return nil, err
 	}
 	c := &core{spec: s, opIndex: map[string]int{}, topics: map[string]*topic{}, sinks: map[string]*sinkStore{},
-		logger: opts.Logger, bus: newBus(), par: map[string]int{}, status: JobCreated, injected: map[string]int{}}
+		logger: opts.Logger, bus: newBus(), par: map[string]int{}, status: JobCreated, injected: map[string]int{},
+		recoverable: map[int64]bool{}}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
@@ -381,6 +386,9 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 				Message: rescalePlanMessage(info)})
 		}
 	}
+	if meta.Savepoint {
+		c.recoverable[meta.CheckpointID] = true
+	}
 	c.counters.Restores++
 	c.coord.counts.Restored++
 	c.coord.latestRestore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint, RestoreTime: c.clock(), Skipped: skipped}
@@ -404,6 +412,11 @@ func (c *core) chooseCheckpoint() (*state.CheckpointMetadata, []string) {
 	for i := len(infos) - 1; i >= 0; i-- {
 		id := infos[i].ID
 		if c.rescaling != nil && c.rescaling.savepoint != 0 && id > c.rescaling.savepoint {
+			continue
+		}
+		// Failover uses checkpoints, and a savepoint only if the job was
+		// restored from it (Flink registers that one as a checkpoint).
+		if infos[i].Savepoint && !c.recoverable[id] && (c.rescaling == nil || c.rescaling.savepoint != id) {
 			continue
 		}
 		meta, err := c.storage.Load(id)

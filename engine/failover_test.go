@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func completeCheckpoint(t *testing.T, s *Stepper) int64 {
+	t.Helper()
+	before := s.Snapshot().Checkpoints.Counts.Completed
+	require.NoError(t, s.Do(Command{Name: CmdTriggerCheckpoint}))
+	_, err := s.RunUntil(func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed > before }, 5000)
+	require.NoError(t, err)
+	h := s.Snapshot().Checkpoints.History
+	return h[len(h)-1].ID
+}
+
+func restoreEvents(log *eventLog, attempt int) map[string]*RestoreInfo {
+	out := map[string]*RestoreInfo{}
+	for _, e := range log.kinds(EvRestore) {
+		out[e.Task] = e.Restore
+	}
+	return out
+}
+
+func runningAgain(attempt int) func(s *Snapshot) bool {
+	return func(s *Snapshot) bool {
+		if s.Job.Status != JobRunning || s.Job.Attempt < attempt {
+			return false
+		}
+		for _, o := range s.Job.Operators {
+			for _, st := range o.Subtasks {
+				if st.Status != TaskRunning {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// A crashed subtask fails the job; every subtask is cancelled and the job
+// restarts from the latest completed checkpoint: sources seek back to the
+// checkpointed offsets, keyed counts come back, and the two-phase-commit sink
+// output ends up exactly once.
+func TestFailoverRestoresLatestCheckpoint(t *testing.T) {
+	s, log := newTestStepper(t, wordCount(300, 2, 2, 0))
+	s.Steps(150)
+	id := completeCheckpoint(t, s)
+	cpOffsets := map[int]int64{}
+	for _, p := range s.Snapshot().Sources[0].Partitions {
+		cpOffsets[p.Partition] = p.Checkpointed
+		require.GreaterOrEqual(t, p.Checkpointed, int64(0))
+	}
+	s.Steps(200) // read past the checkpoint
+	for _, p := range s.Snapshot().Sources[0].Partitions {
+		require.GreaterOrEqual(t, p.Offset, cpOffsets[p.Partition])
+	}
+	require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "count#1"}))
+
+	snap := s.Snapshot()
+	assert.Equal(t, JobRestarting, snap.Job.Status)
+	assert.Equal(t, TaskFailed, subtaskView(t, snap, "count#1").Status)
+	assert.Equal(t, TaskCanceled, subtaskView(t, snap, "count#0").Status)
+	var jobStatuses []string
+	for _, e := range log.kinds(EvJobStatus) {
+		jobStatuses = append(jobStatuses, e.Status)
+	}
+	assert.Equal(t, []string{"CREATED", "RUNNING", "FAILING", "RESTARTING"}, jobStatuses)
+
+	_, err := s.RunUntil(runningAgain(2), 5000)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING", "FAILED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING"},
+		append([]string{"CREATED"}, log.statuses(EvTaskStatus, "count#1")...))
+	restored := restoreEvents(log, 2)
+	for _, name := range []string{"source#0", "source#1"} {
+		r := restored[name]
+		require.NotNil(t, r, name)
+		assert.Equal(t, id, r.Checkpoint)
+		for _, po := range r.Offsets {
+			assert.Equal(t, cpOffsets[po.Partition], po.Offset, "%s partition %d seeks to its checkpointed offset", name, po.Partition)
+		}
+	}
+	assert.Equal(t, id, subtaskView(t, s.Snapshot(), "count#0").RestoredFrom)
+
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+	assert.Equal(t, 1, s.Snapshot().Counters.Restores)
+}
+
+// Without any completed checkpoint a crash loses the state: the job starts
+// over from offset 0 with empty counts. An at-least-once sink has already
+// written what it saw, so its output holds duplicates (but loses nothing);
+// the two-phase-commit sink had committed nothing, so it stays exactly once.
+func TestCrashWithoutCheckpointStartsOver(t *testing.T) {
+	for _, sink := range []string{SinkAtLeastOnce, SinkExactlyOnce} {
+		t.Run(sink, func(t *testing.T) {
+			spec := wordCount(200, 2, 2, 0)
+			spec.Operators[3].Options = map[string]any{"semantics": sink}
+			s, log := newTestStepper(t, spec)
+			s.Steps(300)
+			require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "tokenizer#0"}))
+			_, err := s.RunUntil(runningAgain(2), 5000)
+			require.NoError(t, err)
+			for _, e := range log.kinds(EvRestore) {
+				if e.Step > 300 {
+					assert.Zero(t, e.Restore.Checkpoint, "%s starts empty", e.Task)
+					for _, po := range e.Restore.Offsets {
+						assert.Zero(t, po.Offset)
+					}
+				}
+			}
+			runToEnd(t, s)
+			cmp, err := s.Compare()
+			require.NoError(t, err)
+			assert.Empty(t, cmp[0].Losses)
+			if sink == SinkAtLeastOnce {
+				assert.Positive(t, cmp[0].DuplicateRecords, "the replay writes counts again")
+				assert.False(t, cmp[0].ExactlyOnce)
+			} else {
+				assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+			}
+		})
+	}
+}
+
+// A TaskManager crash kills its subtasks and wipes its local disk. With one
+// slot fewer than the job needs, the restarted job waits for resources
+// (subtasks SCHEDULED) until the TaskManager comes back; state comes from the
+// checkpoint directory.
+func TestTaskManagerCrashWaitsForResources(t *testing.T) {
+	spec := wordCount(300, 2, 2, 0)
+	spec.Backend = BackendPebble
+	spec.Cluster = ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1}
+	s, log := newTestStepper(t, spec)
+	s.Steps(150)
+	completeCheckpoint(t, s)
+	s.Steps(50)
+	snap := s.Snapshot()
+	var tm2 TaskManagerView
+	for _, tm := range snap.TaskManagers {
+		if tm.ID == "tm-2" {
+			tm2 = tm
+		}
+	}
+	require.Contains(t, tm2.Tasks, "count#1")
+	_, err := os.Stat(tm2.LocalDir)
+	require.NoError(t, err, "count#1 keeps its pebble files on tm-2's disk")
+
+	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-2"}))
+	_, err = os.Stat(tm2.LocalDir)
+	assert.True(t, os.IsNotExist(err), "tm-2's local disk is wiped")
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.WaitingForResources }, 5000)
+	require.NoError(t, err)
+	snap = s.Snapshot()
+	assert.Equal(t, JobRunning, snap.Job.Status)
+	assert.Equal(t, 2, snap.Job.SlotsNeeded)
+	assert.Equal(t, 1, snap.Job.SlotsAvailable)
+	assert.Equal(t, TaskScheduled, subtaskView(t, snap, "count#0").Status)
+	assert.Len(t, log.kinds(EvWaitingResources), 1)
+	s.Steps(100)
+	assert.Equal(t, TaskScheduled, subtaskView(t, s.Snapshot(), "count#0").Status, "still waiting")
+
+	require.NoError(t, s.Do(Command{Name: CmdRestartTaskManager, TaskManager: "tm-2"}))
+	_, err = s.RunUntil(runningAgain(2), 5000)
+	require.NoError(t, err)
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+}
+
+func TestRestartStrategy(t *testing.T) {
+	tests := []struct {
+		name    string
+		restart RestartSpec
+		crashes int // crashes before the job fails for good
+	}{
+		{"none", RestartSpec{Strategy: RestartNone}, 1},
+		{"fixed-delay one attempt", RestartSpec{Strategy: RestartFixedDelay, Attempts: 1, Delay: ms(1)}, 2},
+		{"fixed-delay three attempts", RestartSpec{Strategy: RestartFixedDelay, Attempts: 3, Delay: ms(1)}, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := wordCount(100, 1, 1, 0)
+			spec.Restart = tc.restart
+			s, _ := newTestStepper(t, spec)
+			for i := 1; i <= tc.crashes; i++ {
+				_, err := s.RunUntil(runningAgain(i), 5000)
+				require.NoError(t, err, "attempt %d runs", i)
+				require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "count#0"}))
+			}
+			snap := s.Snapshot()
+			assert.Equal(t, JobFailed, snap.Job.Status)
+			err := s.Do(Command{Name: CmdTriggerCheckpoint})
+			assert.True(t, errors.Is(err, ErrJobTerminal), "%v", err)
+			assert.False(t, s.Step() && s.Snapshot().Job.Status != JobFailed)
+		})
+	}
+}
