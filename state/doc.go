@@ -59,8 +59,10 @@
 //     NotifyCheckpointComplete(n) / NotifyCheckpointAborted(n): an
 //     incremental snapshot only reuses files of checkpoints confirmed this way.
 //  6. Close the backend when the subtask stops. If the node crashed, Close it
-//     and remove its local directory (RemoveLocalDir); Close tolerates a
-//     directory that has already vanished.
+//     and remove its local directory (RemoveLocalDir). Close tolerates a
+//     directory that has already vanished, but do not keep writing to a
+//     pebble backend whose directory is gone: Pebble cannot flush, and once
+//     its memtables are full a write blocks.
 //
 // Contract for the checkpoint coordinator:
 //

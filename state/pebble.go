@@ -493,6 +493,10 @@ func isSharedFile(name string) bool {
 // small private files (MANIFEST, OPTIONS, markers) to the checkpoint's own
 // directory.
 func (b *pebbleBackend) snapshotIncremental(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
+	// Without its directory Pebble retries a flush forever; say so instead.
+	if _, err := os.Stat(b.dbDir); err != nil {
+		return nil, fmt.Errorf("local directory of the pebble backend is gone (%w); restore from the last checkpoint", err)
+	}
 	if err := b.db.Flush(); err != nil {
 		return nil, fmt.Errorf("flush memtable: %w", err)
 	}
@@ -578,7 +582,9 @@ func (b *pebbleBackend) NotifyCheckpointComplete(id int64) {
 func (b *pebbleBackend) NotifyCheckpointAborted(id int64) { delete(b.pendingSST, id) }
 
 // Close closes the DB. A node crash may have removed the directory already;
-// Close still releases everything and reports no error for that.
+// Close still releases everything and reports no error for that. (Close
+// before more writes: without its directory Pebble cannot flush, and once
+// its memtables are full a write waits forever, as a dead process would.)
 func (b *pebbleBackend) Close() error {
 	if b.closed {
 		return nil

@@ -1,0 +1,271 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/rescale"
+)
+
+func TestEscapedKeysRoundTripAndKeepOrder(t *testing.T) {
+	keys := [][]byte{{}, {0}, {0, 0}, {0, 1}, {0, 0xFF}, {1}, []byte("a"), {'a', 0}, []byte("ab"), {0xFF}}
+	var prev []byte
+	for _, k := range keys {
+		e := appendEscaped(nil, k)
+		got, rest, ok := splitEscaped(append(e, 'u'))
+		require.True(t, ok, "%x", k)
+		assert.Equal(t, k, append([]byte{}, got...), "%x", k)
+		assert.Equal(t, []byte("u"), rest)
+		if prev != nil {
+			assert.Negative(t, bytes.Compare(prev, e), "escaping keeps byte order: %x", k)
+		}
+		prev = e
+	}
+	_, _, ok := splitEscaped([]byte{'a', 0, 7})
+	assert.False(t, ok)
+}
+
+type recordingHandler struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, r.Message)
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestPebbleLogsGoToTheCallersLogger: Pebble's default logger writes through
+// the standard log package; nothing may reach it.
+func TestPebbleLogsGoToTheCallersLogger(t *testing.T) {
+	var std bytes.Buffer
+	log.SetOutput(&std)
+	defer log.SetOutput(os.Stderr)
+	rec := &recordingHandler{}
+	cfg := testConfig(t, Pebble, 128, fullRange)
+	cfg.Logger = slog.New(rec)
+	cfg.Incremental = true
+	b, err := NewKeyedBackend(cfg)
+	require.NoError(t, err)
+	fill(t, []KeyedBackend{b}, 100)
+	_, err = b.Snapshot(SnapshotTarget{CheckpointID: 1}, newTestStorage(t, JobManagerStorage))
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	quiet, err := NewKeyedBackend(testConfig(t, Pebble, 128, fullRange)) // default: discard
+	require.NoError(t, err)
+	require.NoError(t, quiet.Close())
+	assert.Empty(t, std.String(), "nothing on the standard logger")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.NotEmpty(t, rec.msgs, "Pebble's lines (flush, checkpoint) reach the caller's logger")
+}
+
+func TestPebbleRefusesUsedDirectory(t *testing.T) {
+	cfg := testConfig(t, Pebble, 128, fullRange)
+	require.NoError(t, os.MkdirAll(cfg.Dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cfg.Dir, "x"), nil, 0o644))
+	_, err := NewKeyedBackend(cfg)
+	assert.ErrorContains(t, err, "not empty")
+	_, err = NewKeyedBackend(KeyedBackendConfig{Kind: Pebble, MaxParallelism: 128, KeyGroupRange: fullRange})
+	assert.ErrorContains(t, err, "directory")
+}
+
+// TestPebbleSurvivesLostLocalDirectory: a TaskManager crash wipes the local
+// disk under a live backend; the engine then closes it. Nothing may panic.
+func TestPebbleSurvivesLostLocalDirectory(t *testing.T) {
+	cfg := testConfig(t, Pebble, 128, fullRange)
+	cfg.Incremental = true
+	b, err := NewKeyedBackend(cfg)
+	require.NoError(t, err)
+	fill(t, []KeyedBackend{b}, 2000)
+	require.NoError(t, RemoveLocalDir(cfg.Dir))
+	fill(t, []KeyedBackend{b}, 200) // into the memtable: still works
+	_, err = b.Snapshot(SnapshotTarget{CheckpointID: 1}, newTestStorage(t, JobManagerStorage))
+	assert.ErrorContains(t, err, "local directory", "a checkpoint cannot be taken without the directory")
+	// More than one memtable, so Pebble tries (and fails) to flush in the
+	// background. (Beyond two, writes would stall: the engine closes the
+	// backend when its TaskManager crashes, before more records arrive.)
+	v, _ := Value(b, "blob", BytesCodec)
+	big := bytes.Repeat([]byte{1}, 1024)
+	for i := range 5500 {
+		setKey(t, b, fmt.Sprint(i))
+		require.NoError(t, v.Update(big))
+	}
+	assert.NoError(t, b.Close())
+	assert.ErrorIs(t, b.SetCurrentKey([]byte("k"), 1), ErrClosed)
+	assert.Error(t, RemoveLocalDir("/"))
+	assert.Error(t, RemoveLocalDir(""))
+}
+
+func changeKeys(t *testing.T, b KeyedBackend, from, to int, v int64) {
+	t.Helper()
+	cnt, _ := Value(b, "count", Int64Codec)
+	for i := from; i < to; i++ {
+		setKey(t, b, fmt.Sprintf("k%d", i))
+		require.NoError(t, cnt.Update(v))
+	}
+}
+
+func TestPebbleIncrementalUploadsOnlyNewFiles(t *testing.T) {
+	s := newTestStorage(t, FileSystemStorage)
+	cfg := testConfig(t, Pebble, 128, fullRange)
+	cfg.Incremental = true
+	b, err := NewKeyedBackend(cfg)
+	require.NoError(t, err)
+	defer b.Close()
+	complete := func(id int64, h *KeyedStateHandle) {
+		_, err := s.CompleteCheckpoint(&CheckpointMetadata{CheckpointID: id, Operators: []OperatorState{
+			{OperatorID: "count", Parallelism: 1, MaxParallelism: 128, Subtasks: []SubtaskState{{Keyed: h}}}}})
+		require.NoError(t, err)
+		b.NotifyCheckpointComplete(id)
+	}
+	fill(t, []KeyedBackend{b}, 5000)
+	h1, err := b.Snapshot(SnapshotTarget{CheckpointID: 1}, s)
+	require.NoError(t, err)
+	assert.Equal(t, FormatIncremental, h1.Format)
+	assert.Equal(t, h1.StateSize, h1.CheckpointedSize, "the first checkpoint uploads everything")
+	require.NotEmpty(t, h1.SharedFiles)
+	complete(1, h1)
+
+	changeKeys(t, b, 0, 50, -1)
+	h2, err := b.Snapshot(SnapshotTarget{CheckpointID: 2}, s)
+	require.NoError(t, err)
+	reused := 0
+	for _, f := range h2.SharedFiles {
+		for _, g := range h1.SharedFiles {
+			if f.File == g.File {
+				reused++
+			}
+		}
+	}
+	assert.Equal(t, len(h1.SharedFiles), reused, "every SST of checkpoint 1 is referenced again")
+	assert.Less(t, h2.CheckpointedSize, h2.StateSize/2)
+	m, _ := b.Metrics()
+	assert.True(t, m.LastCheckpointIncremental)
+	assert.Equal(t, h2.CheckpointedSize, m.LastCheckpointUploaded)
+
+	// Checkpoint 2 is aborted: checkpoint 3 may not build on its new files.
+	require.NoError(t, s.AbortCheckpoint(2))
+	b.NotifyCheckpointAborted(2)
+	changeKeys(t, b, 50, 60, -2)
+	h3, err := b.Snapshot(SnapshotTarget{CheckpointID: 3}, s)
+	require.NoError(t, err)
+	complete(3, h3)
+	meta, err := s.Load(3)
+	require.NoError(t, err)
+	require.NoError(t, s.Verify(meta), "no reference to a file of the aborted checkpoint")
+
+	// Restored, every change is there.
+	r, err := RestoreKeyedBackend(testConfig(t, Pebble, 128, fullRange), s, []*KeyedStateHandle{h3})
+	require.NoError(t, err)
+	defer r.Close()
+	cnt, _ := Value(r, "count", Int64Codec)
+	for i, want := range map[int]int64{0: -1, 49: -1, 55: -2, 60: 60, 4999: 4999} {
+		setKey(t, r, fmt.Sprintf("k%d", i))
+		v, ok, err := cnt.Value()
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, want, v, "k%d", i)
+	}
+}
+
+// TestPebbleRestoreClipsForeignKeyGroups: a handle wider than the new range
+// is downloaded whole, then the key groups outside are deleted (Flink's
+// deleteRange clip), so not even a raw scan finds them.
+func TestPebbleRestoreClipsForeignKeyGroups(t *testing.T) {
+	s := newTestStorage(t, FileSystemStorage)
+	cfg := testConfig(t, Pebble, 128, fullRange)
+	cfg.Incremental = true
+	b, err := NewKeyedBackend(cfg)
+	require.NoError(t, err)
+	fill(t, []KeyedBackend{b}, 1000)
+	h, err := b.Snapshot(SnapshotTarget{CheckpointID: 1}, s)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	r := rescale.KeyGroupRange{Start: 43, End: 85}
+	nb, err := RestoreKeyedBackend(testConfig(t, Pebble, 128, r), s, []*KeyedStateHandle{h})
+	require.NoError(t, err)
+	defer nb.Close()
+	it, err := nb.(*pebbleBackend).db.NewIter(&pebble.IterOptions{})
+	require.NoError(t, err)
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		g := int(it.Key()[0])<<8 | int(it.Key()[1])
+		require.True(t, r.Contains(g), "key group %d left after the clip", g)
+		n++
+	}
+	require.NoError(t, it.Close())
+	want := 0
+	for i := range 1000 {
+		if r.Contains(rescale.KeyGroupForString(fmt.Sprintf("k%d", i), 128)) {
+			want += 2 // count and one map entry
+		}
+	}
+	assert.Equal(t, want, n)
+	m, _ := nb.Metrics()
+	assert.Positive(t, m.RestoreBytesRead)
+}
+
+// TestRestoreNeverHalfApplies: the second handle is corrupt, so the restore
+// fails as a whole and leaves no directory behind.
+func TestRestoreNeverHalfApplies(t *testing.T) {
+	for _, incremental := range []bool{false, true} {
+		t.Run(fmt.Sprint("incremental=", incremental), func(t *testing.T) {
+			s := newTestStorage(t, JobManagerStorage)
+			var hs []*KeyedStateHandle
+			for _, r := range rescale.KeyGroupRanges(128, 2) {
+				cfg := testConfig(t, Pebble, 128, r)
+				cfg.Incremental = incremental
+				b, err := NewKeyedBackend(cfg)
+				require.NoError(t, err)
+				fill(t, []KeyedBackend{b}, 300)
+				h, err := b.Snapshot(SnapshotTarget{CheckpointID: 1}, s)
+				require.NoError(t, err)
+				require.NoError(t, b.Close())
+				hs = append(hs, h)
+			}
+			victim := hs[1].Files()[0]
+			require.True(t, s.(*checkpointStorage).blobs.(*memBlobs).corruptForTest(victim.Path, int(victim.Size)-5))
+			cfg := testConfig(t, Pebble, 128, fullRange)
+			b, err := RestoreKeyedBackend(cfg, s, hs)
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), victim.Path)
+			assert.Nil(t, b)
+			assert.NoDirExists(t, cfg.Dir)
+			mb, err := RestoreKeyedBackend(testConfig(t, Memory, 128, fullRange), s, hs[:1])
+			if incremental {
+				assert.ErrorIs(t, err, ErrIncompatible, "incremental pebble checkpoints restore only into pebble")
+			} else {
+				require.NoError(t, err)
+				mb.Close()
+			}
+		})
+	}
+}
+
+func TestRestoreRejectsOtherMaxParallelism(t *testing.T) {
+	s := newTestStorage(t, JobManagerStorage)
+	b := newTestBackend(t, Memory, 128, fullRange)
+	h, err := b.Snapshot(SnapshotTarget{CheckpointID: 1}, s)
+	require.NoError(t, err)
+	_, err = RestoreKeyedBackend(testConfig(t, Memory, 256, rescale.KeyGroupRange{Start: 0, End: 255}), s, []*KeyedStateHandle{h})
+	assert.ErrorIs(t, err, ErrIncompatible)
+	assert.ErrorContains(t, err, "max parallelism 128")
+}
