@@ -25,11 +25,11 @@ type heapBackend struct {
 	closed bool
 
 	// A get followed by a put of the same state for the same key is the
-	// common case (read, modify, write); the entry found by get is kept so
-	// the put writes it in place without a second map lookup. Any other
-	// call through the same state, or a new current key, invalidates it.
+	// common case (read, modify, write); the value found by get is kept so
+	// that a put of the same length overwrites it in place without a second
+	// map lookup. Any other call, or a new current key, invalidates it.
 	cacheID    stateID
-	cacheEntry *heapEntry
+	cacheVal   []byte
 	cacheValid bool
 
 	metrics BackendMetrics
@@ -40,11 +40,9 @@ type heapKeyGroup struct {
 }
 
 type heapTable struct {
-	values map[string]*heapEntry        // value, list and reducing state
+	values map[string][]byte            // value, list and reducing state
 	maps   map[string]map[string][]byte // map state: key -> user key -> value
 }
-
-type heapEntry struct{ b []byte }
 
 var _ rawBackend = (*heapBackend)(nil)
 
@@ -140,7 +138,7 @@ func (b *heapBackend) tableAt(kgi int, id stateID, create bool) *heapTable {
 	if b.states[id].Kind == KindMap {
 		t.maps = map[string]map[string][]byte{}
 	} else {
-		t.values = map[string]*heapEntry{}
+		t.values = map[string][]byte{}
 	}
 	g.tables[id] = t
 	return t
@@ -156,17 +154,14 @@ func (b *heapBackend) get(id stateID, userKey []byte) ([]byte, bool, error) {
 		v, ok := t.maps[string(b.key)][string(userKey)]
 		return v, ok, nil
 	}
-	e := t.values[string(b.key)]
-	b.cacheID, b.cacheEntry, b.cacheValid = id, e, e != nil
-	if e == nil {
-		return nil, false, nil
-	}
-	return e.b, true, nil
+	v, ok := t.values[string(b.key)]
+	b.cacheID, b.cacheVal, b.cacheValid = id, v, ok
+	return v, ok, nil
 }
 
 func (b *heapBackend) put(id stateID, userKey, value []byte) error {
-	if userKey == nil && b.cacheValid && b.cacheID == id {
-		b.cacheEntry.b = append(b.cacheEntry.b[:0], value...)
+	if userKey == nil && b.cacheValid && b.cacheID == id && len(b.cacheVal) == len(value) {
+		copy(b.cacheVal, value)
 		return nil
 	}
 	t, err := b.table(id, true)
@@ -182,13 +177,9 @@ func (b *heapBackend) put(id stateID, userKey, value []byte) error {
 		m[string(userKey)] = bytes.Clone(value)
 		return nil
 	}
-	e := t.values[string(b.key)]
-	if e == nil {
-		e = &heapEntry{}
-		t.values[string(b.key)] = e
-	}
-	e.b = append(e.b[:0], value...)
-	b.cacheID, b.cacheEntry, b.cacheValid = id, e, true
+	v := append(t.values[string(b.key)][:0], value...)
+	t.values[string(b.key)] = v
+	b.cacheID, b.cacheVal, b.cacheValid = id, v, true
 	return nil
 }
 
@@ -198,12 +189,7 @@ func (b *heapBackend) appendValue(id stateID, value []byte) error {
 		return err
 	}
 	b.cacheValid = false
-	e := t.values[string(b.key)]
-	if e == nil {
-		e = &heapEntry{}
-		t.values[string(b.key)] = e
-	}
-	e.b = append(e.b, value...)
+	t.values[string(b.key)] = append(t.values[string(b.key)], value...)
 	return nil
 }
 
@@ -274,7 +260,7 @@ func (b *heapBackend) forEach(kgi int, fn func(id stateID, key, userKey, value [
 			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(t.values)) {
-			if err := fn(stateID(id), []byte(k), nil, t.values[k].b); err != nil {
+			if err := fn(stateID(id), []byte(k), nil, t.values[k]); err != nil {
 				return err
 			}
 		}
@@ -339,9 +325,9 @@ func (b *heapBackend) KeyGroupMetrics() ([]KeyGroupMetrics, error) {
 			if t == nil {
 				continue
 			}
-			for k, e := range t.values {
+			for k, v := range t.values {
 				out[i].Keys++
-				out[i].Bytes += int64(len(k) + len(e.b))
+				out[i].Bytes += int64(len(k) + len(v))
 			}
 			for k, m := range t.maps {
 				out[i].Keys++
@@ -440,7 +426,7 @@ func restoreHeapBackend(cfg KeyedBackendConfig, storage CheckpointStorage, handl
 				m[string(e.userKey)] = bytes.Clone(e.value)
 				return nil
 			}
-			t.values[string(e.key)] = &heapEntry{b: bytes.Clone(e.value)}
+			t.values[string(e.key)] = bytes.Clone(e.value)
 			return nil
 		})
 		read += n
