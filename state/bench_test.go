@@ -429,4 +429,3 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
-
