@@ -27,6 +27,8 @@ type ChaosConfig struct {
 	Logger *slog.Logger
 	// Trace, when set, receives one line per injected action.
 	Trace func(string)
+	// liveSpan overrides how long the Live run reads its sources (tests).
+	liveSpan time.Duration
 }
 
 // Chaos defaults, used by `statelab chaos` and the tests.
@@ -445,6 +447,152 @@ func (r *ChaosResult) Diff(limit int) []string {
 	return out
 }
 
+// liveChaosSpan is how long (real time) the Live chaos run reads its
+// sources, so that faults land while records flow.
+const liveChaosSpan = 600 * time.Millisecond
+
 func runChaosLive(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
-	return nil, errors.New("chaos: live driver not built yet")
+	spec := ChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
+	spec.Runtime.BatchSize = 16
+	span := liveChaosSpan
+	if cfg.liveSpan > 0 {
+		span = cfg.liveSpan
+	}
+	spec.Operators[0].Options["rate"] = float64(cfg.Records) / 2 / span.Seconds()
+	l, err := NewLive(spec, Options{Dir: cfg.Dir, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc4a05))
+	h := &chaosHarness{cfg: cfg, rng: rng, res: &ChaosResult{Seed: cfg.Seed, Backend: cfg.Backend, Driver: cfg.Driver, Sink: cfg.Sink, Actions: []string{}}}
+	if err := l.Start(ctx); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	type pendingRestart struct {
+		at time.Time
+		tm string
+	}
+	var restarts []pendingRestart
+	// wait sleeps until pred holds or d passed, bringing lost TaskManagers back on time.
+	wait := func(pred func(s *Snapshot) bool, d time.Duration) (bool, error) {
+		end := time.Now().Add(d)
+		for {
+			for len(restarts) > 0 && !time.Now().Before(restarts[0].at) {
+				r := restarts[0]
+				restarts = restarts[1:]
+				if err := l.Do(Command{Name: CmdRestartTaskManager, TaskManager: r.tm}); err == nil {
+					h.trace("%v: restart %s", time.Since(start).Round(time.Millisecond), r.tm)
+				}
+			}
+			if pred != nil {
+				snap := l.Snapshot()
+				if pred(&snap) {
+					return true, nil
+				}
+			}
+			if !time.Now().Before(end) {
+				return false, nil
+			}
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(300 * time.Microsecond):
+			}
+		}
+	}
+	for _, a := range chaosPlan(rng, cfg.Crashes, cfg.Rescales) {
+		if _, err := wait(nil, time.Until(start.Add(time.Duration(a.at*float64(span))))); err != nil {
+			return nil, err
+		}
+		switch a.kind {
+		case "crash":
+			switch a.moment {
+			case "alignment":
+				_, err = wait(func(s *Snapshot) bool {
+					for _, ch := range s.Channels {
+						if ch.Blocked {
+							return true
+						}
+					}
+					return false
+				}, 300*time.Millisecond)
+			case "checkpoint":
+				_, err = wait(func(s *Snapshot) bool {
+					for _, cp := range s.Checkpoints.History {
+						if cp.Status == CheckpointInProgress && cp.Acknowledged > 0 && cp.Acknowledged < cp.Total {
+							return true
+						}
+					}
+					return false
+				}, 300*time.Millisecond)
+			}
+			if err != nil {
+				return nil, err
+			}
+			for tries := 0; ; tries++ {
+				snap := l.Snapshot()
+				cmd, ok := h.pickCrash(&snap)
+				if ok && l.Do(cmd) == nil {
+					h.res.Crashes++
+					what := cmd.Task
+					if cmd.Name == CmdCrashTaskManager {
+						what = "TaskManager " + cmd.TaskManager
+						restarts = append(restarts, pendingRestart{at: time.Now().Add(time.Duration(10+rng.IntN(100)) * time.Millisecond), tm: cmd.TaskManager})
+						slices.SortStableFunc(restarts, func(a, b pendingRestart) int { return a.at.Compare(b.at) })
+					}
+					h.trace("%v: crash %s (%s)", time.Since(start).Round(time.Millisecond), what, momentName(a.moment, &snap))
+					break
+				}
+				if tries > 2000 {
+					return nil, errors.New("chaos: no subtask to crash")
+				}
+				if _, err := wait(nil, time.Millisecond); err != nil {
+					return nil, err
+				}
+			}
+		case "rescale":
+			for tries := 0; ; tries++ {
+				snap := l.Snapshot()
+				cmd := h.pickRescale(&snap)
+				if err := l.Do(cmd); err == nil {
+					h.trace("%v: rescale count to %d", time.Since(start).Round(time.Millisecond), cmd.Parallelism)
+					ok, err := wait(func(s *Snapshot) bool { return s.Job.Rescale == nil }, 60*time.Second)
+					if err != nil {
+						return nil, err
+					}
+					if !ok {
+						return nil, errors.New("chaos: a rescale never finished")
+					}
+					if l.Snapshot().Counters.Rescales > snap.Counters.Rescales {
+						h.res.Rescales++
+						break
+					}
+					h.trace("rescale failed; retrying")
+				}
+				if tries > 5000 {
+					return nil, errors.New("chaos: could not rescale")
+				}
+				if _, err := wait(nil, 2*time.Millisecond); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, r := range restarts {
+		_ = l.Do(Command{Name: CmdRestartTaskManager, TaskManager: r.tm})
+		h.trace("end: restart %s", r.tm)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := l.WaitDrained(dctx); err != nil {
+		return nil, fmt.Errorf("chaos: run to the end of input: %w", err)
+	}
+	cmps, err := l.Compare()
+	if err != nil {
+		return nil, err
+	}
+	h.finish(cmps[0], l.Snapshot().Counters)
+	return h.res, nil
 }

@@ -98,7 +98,7 @@ func (c *core) triggerCheckpoint(savepoint, stop bool) (int64, error) {
 		Message: fmt.Sprintf("%s %d triggered at the sources", what, id)})
 	b := barrier{ID: id, Savepoint: savepoint, Stop: stop, Time: int64(now)}
 	for _, t := range c.ex.tasks {
-		if t.src != nil || t.op.spec.Kind == KindSource {
+		if t.op.spec.Kind == KindSource {
 			t.sendCtl(control{kind: ctlTrigger, attempt: c.ex.attempt, barrier: b, seq: c.nextSeq()})
 			c.drv.wake(t)
 		}

@@ -83,7 +83,11 @@ type core struct {
 	rescaling *rescaleOp
 	terminal  bool
 	injected  map[string]int
-	cmdLog    []LoggedCommand
+	// batch and chanCap are the driver's batch size and channel capacity
+	// unless the spec sets them.
+	batch   int
+	chanCap int
+	cmdLog  []LoggedCommand
 	// recoverable lists the savepoints failover may restore: those the job
 	// was restored from.
 	recoverable map[int64]bool
@@ -265,6 +269,9 @@ func (c *core) deploy() {
 	c.attempt++
 	ex := buildExecution(c, c.attempt, c.par)
 	c.ex = ex
+	for _, tp := range c.topics {
+		tp.resetProgress()
+	}
 	restores, meta, err := c.planRestore(ex)
 	if err != nil {
 		c.publish(Event{Kind: EvTaskFailed, Message: fmt.Sprintf("restore failed: %v", err)})
@@ -522,7 +529,7 @@ func (c *core) onAllRunning() {
 
 // taskFailed is called by a driver when a subtask's handler returned an error.
 func (c *core) taskFailed(t *subtask, err error) {
-	t.failure = err.Error()
+	t.setFailure(err.Error())
 	t.setStatus(TaskFailed)
 	tm := ""
 	if t.tm != nil {
@@ -636,7 +643,7 @@ func (c *core) crashSubtask(name string) error {
 		return fmt.Errorf("%w: %s is %s, only a deploying, initializing or running subtask can crash", ErrNotRunning, name, t.getStatus())
 	}
 	c.counters.Crashes++
-	t.failure = "crashed"
+	t.setFailure("crashed")
 	c.publish(Event{Kind: EvTaskFailed, Task: t.name, Operator: t.op.spec.ID, TaskManager: t.tm.id, Message: fmt.Sprintf("%s crashed", t.name)})
 	c.fail(t, fmt.Sprintf("%s crashed", t.name))
 	return nil
@@ -660,7 +667,7 @@ func (c *core) crashTaskManager(id string) error {
 				if victim == nil {
 					victim = t
 				}
-				t.failure = "TaskManager " + tm.id + " lost"
+				t.setFailure("TaskManager " + tm.id + " lost")
 			}
 		}
 	}
@@ -820,6 +827,11 @@ func (c *core) inject(op string, partition int, text string) error {
 		r.Key = text
 	}
 	off := tp.append(partition, r)
+	if c.ex != nil {
+		for _, t := range c.ex.ops[c.opIndex[op]].tasks {
+			c.drv.wake(t)
+		}
+	}
 	c.publish(Event{Kind: EvInjected, Operator: op, Partition: partition, Offset: off, Text: text,
 		Message: fmt.Sprintf("%q appended to partition %d of %s at offset %d", text, partition, op, off)})
 	return nil
@@ -883,4 +895,11 @@ func (c *core) drained() bool {
 func (c *core) sortedTMs() []*taskManager {
 	out := slices.Clone(c.tms)
 	return out
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }

@@ -115,16 +115,18 @@ func (c *channel) len() int {
 func (c *channel) full() bool { return c.len() >= c.cap }
 
 func (c *channel) push(e element, seq int64) {
-	c.mu.Lock()
-	c.q = append(c.q, e)
-	c.seqs = append(c.seqs, seq)
-	c.mu.Unlock()
+	// Count before the element is visible: the receiver may take and
+	// release the batch as soon as the lock is dropped.
 	if n := e.records(); n > 0 {
 		c.sentRecs.Add(int64(n))
 		c.queuedRecs.Add(int64(n))
 	} else if e.kind == elemBarrier {
 		c.barriers.Add(1)
 	}
+	c.mu.Lock()
+	c.q = append(c.q, e)
+	c.seqs = append(c.seqs, seq)
+	c.mu.Unlock()
 }
 
 // peek returns the head element without removing it.
@@ -240,7 +242,7 @@ func buildExecution(c *core, attempt int, par map[string]int) *execution {
 					continue
 				}
 				ch := &channel{idx: len(ex.channels), name: up.name + "->" + dn.name, edge: ei,
-					from: up, to: dn, cap: spec.Runtime.ChannelCapacity}
+					from: up, to: dn, cap: c.chanCap}
 				ch.toInput = len(dn.inputs)
 				dn.inputs = append(dn.inputs, ch)
 				dn.inputEdge = append(dn.inputEdge, ei)

@@ -124,6 +124,7 @@ func (s *sourceLogic) open(t *subtask, r *restoreSpec, info *RestoreInfo) error 
 	}
 	for _, pc := range s.parts {
 		info.Offsets = append(info.Offsets, PartitionOffset{Partition: pc.partition, Offset: pc.offset})
+		s.topic.setProgress(pc.partition, t.index, pc.offset)
 	}
 	return s.storeOffsets()
 }
@@ -190,6 +191,7 @@ func (s *sourceLogic) poll(t *subtask, batch int) error {
 		}
 		pc.read = true
 		pc.offset += int64(len(b.recs))
+		s.topic.setProgress(pc.partition, t.index, pc.offset)
 		t.recordsIn.Add(int64(len(b.recs)))
 		if t.verbose {
 			t.event(Event{Kind: EvSourceRead, Partition: pc.partition, Offset: first, Records: len(b.recs),

@@ -34,7 +34,7 @@ func (c *core) snapshot(detail bool) Snapshot {
 			for _, t := range eo.tasks {
 				sv := SubtaskView{Index: t.index, Name: t.name, Status: t.getStatus(), Slot: t.slot,
 					RecordsIn: t.recordsIn.Load(), RecordsOut: t.recordsOut.Load(), Watermark: t.wm.Load(),
-					RestoredFrom: t.restoredCP, Failure: t.failure}
+					RestoredFrom: t.restoredCP.Load(), Failure: t.getFailure()}
 				if t.tm != nil {
 					sv.TaskManager = t.tm.id
 					if live(sv.Status) {
@@ -57,7 +57,7 @@ func (c *core) snapshot(detail bool) Snapshot {
 						}
 					}
 				}
-				if t.src != nil && detail {
+				if detail && t.src != nil {
 					for _, pc := range t.src.parts {
 						sv.Offsets = append(sv.Offsets, PartitionOffset{Partition: pc.partition, Offset: pc.offset})
 					}
@@ -152,7 +152,7 @@ func (c *core) checkpointsView() CheckpointsView {
 func (c *core) sourcesView(detail bool) []SourceView {
 	var out []SourceView
 	latest := c.latestCheckpointOffsets()
-	for i, o := range c.spec.Operators {
+	for _, o := range c.spec.Operators {
 		tp := c.topics[o.ID]
 		if tp == nil {
 			continue
@@ -166,16 +166,9 @@ func (c *core) sourcesView(detail bool) []SourceView {
 			}
 			sv.Partitions = append(sv.Partitions, pv)
 		}
-		if c.ex != nil && detail {
-			for _, t := range c.ex.ops[i].tasks {
-				if t.src == nil || !live(t.getStatus()) && t.getStatus() != TaskFinished {
-					continue
-				}
-				for _, pc := range t.src.parts {
-					sv.Partitions[pc.partition].Owner = t.index
-					sv.Partitions[pc.partition].Offset = pc.offset
-				}
-			}
+		for p := range sv.Partitions {
+			sv.Partitions[p].Owner = int(tp.progress[p].owner.Load())
+			sv.Partitions[p].Offset = tp.progress[p].offset.Load()
 		}
 		out = append(out, sv)
 	}

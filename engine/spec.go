@@ -197,11 +197,11 @@ type RestartSpec struct {
 // RuntimeSpec tunes the data plane.
 type RuntimeSpec struct {
 	// BatchSize is how many records a source reads per poll (Flink's network
-	// buffers carry many records; the Stepper defaults to a small batch so a
-	// learner sees records move).
+	// buffers carry many records). 0 picks the driver's default: 16 on the
+	// Stepper, so a learner sees records move, 64 on the Live driver.
 	BatchSize int `json:"batchSize,omitempty" yaml:"batchSize,omitempty"`
 	// ChannelCapacity is how many batches a channel holds before its sender
-	// is backpressured.
+	// is backpressured. 0 picks the driver's default: 4 (Stepper), 16 (Live).
 	ChannelCapacity int `json:"channelCapacity,omitempty" yaml:"channelCapacity,omitempty"`
 	// FIFO makes the Stepper deliver events oldest first instead of in a
 	// seeded random order.
@@ -276,7 +276,7 @@ func specErr(format string, a ...any) error {
 // Validate checks s and fills in defaults: max parallelism (Flink's rule),
 // backend memory, checkpoint mode exactly-once, retained 2, timeout 60s,
 // cluster of one TaskManager with enough slots, restart fixed-delay with 10
-// attempts and 100ms delay, batch size 16, channel capacity 4.
+// attempts and 100ms delay.
 func (s *JobSpec) Validate() error {
 	if s.Name == "" {
 		s.Name = "job"
@@ -451,14 +451,8 @@ func (s *JobSpec) Validate() error {
 	if r.Delay < 0 {
 		return specErr("restart.delay cannot be negative")
 	}
-	if s.Runtime.BatchSize == 0 {
-		s.Runtime.BatchSize = 16
-	}
-	if s.Runtime.ChannelCapacity == 0 {
-		s.Runtime.ChannelCapacity = 4
-	}
-	if s.Runtime.BatchSize < 1 || s.Runtime.ChannelCapacity < 1 {
-		return specErr("runtime.batchSize and runtime.channelCapacity must be at least 1")
+	if s.Runtime.BatchSize < 0 || s.Runtime.ChannelCapacity < 0 {
+		return specErr("runtime.batchSize and runtime.channelCapacity cannot be negative (0 picks the driver's default)")
 	}
 	return nil
 }

@@ -51,7 +51,6 @@ func TestLoadSpecYAML(t *testing.T) {
 	assert.Equal(t, 1, s.Operators[3].Parallelism, "parallelism defaults to 1")
 	assert.Equal(t, Forward, s.Edges[0].Partitioner, "same parallelism: forward")
 	assert.Equal(t, Rebalance, s.Edges[2].Partitioner, "different parallelism: rebalance")
-	assert.Equal(t, 16, s.Runtime.BatchSize)
 	assert.Equal(t, 60*time.Second, s.Checkpointing.Timeout.D())
 }
 

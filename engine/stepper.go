@@ -75,9 +75,11 @@ func NewStepper(spec *JobSpec, opts Options) (*Stepper, error) {
 		return nil, err
 	}
 	s := &Stepper{c: c, rng: rand.New(rand.NewPCG(uint64(c.spec.Seed), 0x5eed5eed)), fifo: c.spec.Runtime.FIFO,
-		speed: 1, batch: c.spec.Runtime.BatchSize, paused: true}
+		speed: 1, paused: true}
 	c.drv = s
 	c.verbose = true
+	c.batch, c.chanCap = orDefault(c.spec.Runtime.BatchSize, 16), orDefault(c.spec.Runtime.ChannelCapacity, 4)
+	s.batch = c.batch
 	c.stepFn = func() int64 { return s.step }
 	c.start()
 	return s, nil

@@ -128,6 +128,8 @@ type subtask struct {
 
 	ctlMu sync.Mutex
 	ctl   []control
+	// wakeC wakes the subtask's goroutine (Live driver).
+	wakeC chan struct{}
 
 	// Outputs of the current input, moved on by the driver.
 	outbox []outItem
@@ -142,13 +144,13 @@ type subtask struct {
 	recordsIn  atomic.Int64
 	recordsOut atomic.Int64
 	updates    int64 // keyed state writes since the last snapshot
-	failure    string
+	failure    atomic.Pointer[string]
 	finished   bool
 	pollSeq    int64
 	// pendingRestore is handed to the subtask when it is deployed.
 	pendingRestore *restoreSpec
 	closed         bool
-	restoredCP     int64
+	restoredCP     atomic.Int64
 	restoreInfo    *RestoreInfo
 }
 
@@ -170,6 +172,15 @@ func (t *subtask) initInputs() {
 	for i := range t.inWM {
 		t.inWM[i] = MinWatermark
 	}
+}
+
+func (t *subtask) setFailure(s string) { t.failure.Store(&s) }
+
+func (t *subtask) getFailure() string {
+	if p := t.failure.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Status returns the task status.
@@ -585,7 +596,7 @@ func (t *subtask) open(r *restoreSpec) error {
 	info := &RestoreInfo{}
 	if r != nil {
 		info.Checkpoint = r.checkpoint
-		t.restoredCP = r.checkpoint
+		t.restoredCP.Store(r.checkpoint)
 	}
 	if eo.keyed() {
 		kg := eo.keyGroupRange(t.index)

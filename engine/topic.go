@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,13 +28,45 @@ type topic struct {
 
 	mu    sync.RWMutex
 	extra [][]Record // per partition: lines from options and records typed in, after the generated ones
+
+	// progress is which source subtask reads each partition and how far it
+	// got; source subtasks write it, views read it from any goroutine.
+	progress []partitionProgress
+}
+
+type partitionProgress struct {
+	owner  atomic.Int32
+	offset atomic.Int64
+}
+
+func (t *topic) resetProgress() {
+	for i := range t.progress {
+		t.progress[i].owner.Store(-1)
+		t.progress[i].offset.Store(0)
+	}
+}
+
+func (t *topic) setProgress(p, owner int, off int64) {
+	t.progress[p].owner.Store(int32(owner))
+	t.progress[p].offset.Store(off)
+}
+
+// readToEnd reports whether every partition is owned and read to its end.
+func (t *topic) readToEnd() bool {
+	for p := range t.partitions {
+		if t.progress[p].owner.Load() < 0 || t.progress[p].offset.Load() < t.end(p) {
+			return false
+		}
+	}
+	return true
 }
 
 func newTopic(name string, seed int64, o operatorOptions) *topic {
 	t := &topic{name: name, partitions: o.Partitions, gen: o.Generator, seed: uint64(seed),
 		records: o.Records, keys: o.Keys, wordsPer: o.WordsPerLine, pages: o.Pages,
 		windowSize: o.WindowSize.Milliseconds(), perWindow: o.ClicksPerWindow,
-		extra: make([][]Record, o.Partitions)}
+		extra: make([][]Record, o.Partitions), progress: make([]partitionProgress, o.Partitions)}
+	t.resetProgress()
 	if t.gen == GeneratorNone {
 		t.records = 0
 	}

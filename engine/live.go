@@ -1,0 +1,609 @@
+package engine
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Live runs a job concurrently: one goroutine per subtask, bounded channels
+// of pooled record batches between them, a JobManager goroutine, and a
+// virtual clock that runs at a speed factor over real time (speed 1: real
+// time). The subtasks run the same state machines as on the Stepper; only
+// who calls them, and when, differs. Runs are not reproducible.
+//
+// Locking: l.mu is the JobManager's lock; it serialises JobManager work,
+// commands and snapshots. Subtask goroutines never take it, so the
+// JobManager may wait for them (to stop an execution) while holding it.
+type Live struct {
+	mu      sync.Mutex
+	c       *core
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
+	closed  bool
+
+	// JobManager mailbox: messages from subtasks and due timers.
+	qmu   sync.Mutex
+	queue []func()
+	qwake chan struct{}
+
+	// Virtual clock: virtual = base + (real - realBase) * speed, frozen while paused.
+	cmu      sync.Mutex
+	base     time.Duration
+	realBase time.Time
+	speed    float64
+	paused   bool
+	pauseC   chan struct{} // closed while running, replaced while paused
+
+	tmu    sync.Mutex
+	timers timerQueue
+	twake  chan struct{}
+
+	// execution goroutines
+	exCancel context.CancelFunc
+	exWG     sync.WaitGroup
+
+	// activity counts every pop, push and poll; inTransit the elements a
+	// subtask is handling. Together they let WaitDrained see a quiet moment.
+	activity  atomic.Int64
+	inTransit atomic.Int64
+}
+
+// NewLive creates a Live driver for spec; Start runs it.
+func NewLive(spec *JobSpec, opts Options) (*Live, error) {
+	c, err := newCore(spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Live{c: c, qwake: make(chan struct{}, 1), twake: make(chan struct{}, 1), speed: 1, pauseC: make(chan struct{})}
+	close(l.pauseC)
+	c.drv = l
+	c.measure = true
+	c.batch, c.chanCap = orDefault(c.spec.Runtime.BatchSize, 64), orDefault(c.spec.Runtime.ChannelCapacity, 16)
+	return l, nil
+}
+
+// Start deploys the job and runs it until ctx ends or Close is called.
+func (l *Live) Start(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if l.started {
+		return fmt.Errorf("%w: already started", ErrBadCommand)
+	}
+	l.started = true
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	l.cmu.Lock()
+	l.realBase = time.Now()
+	l.cmu.Unlock()
+	l.wg.Add(3)
+	go l.jobManagerLoop()
+	go l.timerLoop()
+	go l.flowLoop()
+	l.c.start()
+	return nil
+}
+
+// --- clock -----------------------------------------------------------------
+
+func (l *Live) now() time.Duration {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if l.paused || l.realBase.IsZero() {
+		return l.base
+	}
+	return l.base + time.Duration(float64(time.Since(l.realBase))*l.speed)
+}
+
+// SetSpeed sets how many virtual seconds pass per real second: timers
+// (checkpoint interval, restart delay) and rate-limited sources follow it.
+func (l *Live) SetSpeed(f float64) error {
+	if f <= 0 || f > 1e6 {
+		return fmt.Errorf("%w: speed %v is not within (0, 1e6]", ErrBadCommand, f)
+	}
+	l.cmu.Lock()
+	if !l.paused && !l.realBase.IsZero() {
+		l.base += time.Duration(float64(time.Since(l.realBase)) * l.speed)
+		l.realBase = time.Now()
+	}
+	l.speed = f
+	l.cmu.Unlock()
+	poke(l.twake)
+	return nil
+}
+
+// Pause stops the clock and makes every subtask wait before its next input.
+func (l *Live) Pause() {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if l.paused {
+		return
+	}
+	if !l.realBase.IsZero() {
+		l.base += time.Duration(float64(time.Since(l.realBase)) * l.speed)
+	}
+	l.paused = true
+	l.pauseC = make(chan struct{})
+}
+
+// Resume undoes Pause.
+func (l *Live) Resume() {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if !l.paused {
+		return
+	}
+	l.paused = false
+	l.realBase = time.Now()
+	close(l.pauseC)
+	poke(l.twake)
+}
+
+func (l *Live) gate() <-chan struct{} {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return l.pauseC
+}
+
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// --- JobManager goroutine and timers ------------------------------------------
+
+func (l *Live) enqueue(fn func()) {
+	l.qmu.Lock()
+	l.queue = append(l.queue, fn)
+	l.qmu.Unlock()
+	poke(l.qwake)
+}
+
+func (l *Live) jobManagerLoop() {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.qwake:
+		}
+		for {
+			l.qmu.Lock()
+			q := l.queue
+			l.queue = nil
+			l.qmu.Unlock()
+			if len(q) == 0 {
+				break
+			}
+			l.mu.Lock()
+			for _, fn := range q {
+				if l.closed {
+					break
+				}
+				fn()
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *Live) after(d time.Duration, fn func()) {
+	l.tmu.Lock()
+	heap.Push(&l.timers, stepTimer{at: l.now() + d, seq: l.c.nextSeq(), fn: fn})
+	l.tmu.Unlock()
+	poke(l.twake)
+}
+
+// timerLoop fires timers on the virtual clock: each due timer runs in the
+// JobManager goroutine.
+func (l *Live) timerLoop() {
+	defer l.wg.Done()
+	for {
+		l.tmu.Lock()
+		var wait time.Duration = -1
+		now := l.now()
+		for len(l.timers) > 0 && l.timers[0].at <= now {
+			tm := heap.Pop(&l.timers).(stepTimer)
+			l.enqueue(tm.fn)
+		}
+		if len(l.timers) > 0 {
+			l.cmu.Lock()
+			paused, speed := l.paused, l.speed
+			l.cmu.Unlock()
+			if !paused {
+				wait = time.Duration(float64(l.timers[0].at-now) / speed)
+			}
+		}
+		l.tmu.Unlock()
+		var tc <-chan time.Time
+		if wait >= 0 {
+			t := time.NewTimer(max(wait, 50*time.Microsecond))
+			tc = t.C
+			select {
+			case <-l.ctx.Done():
+				t.Stop()
+				return
+			case <-l.twake:
+				t.Stop()
+			case <-tc:
+			}
+			continue
+		}
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.twake:
+		}
+	}
+}
+
+// flowLoop publishes how many records crossed each channel, ten times a
+// second, while someone listens (Live publishes no per-batch events).
+func (l *Live) flowLoop() {
+	defer l.wg.Done()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !l.c.bus.wanted() {
+			continue
+		}
+		l.mu.Lock()
+		var flows []ChannelFlow
+		if ex := l.c.ex; ex != nil {
+			for _, ch := range ex.channels {
+				n := ch.sentRecs.Load()
+				if d := n - ch.lastFlow; d > 0 {
+					flows = append(flows, ChannelFlow{Channel: ch.name, Records: d})
+				}
+				ch.lastFlow = n
+			}
+		}
+		if len(flows) > 0 {
+			l.c.publish(Event{Kind: EvFlow, Flows: flows, Message: fmt.Sprintf("records moved on %d channels", len(flows))})
+		}
+		l.mu.Unlock()
+	}
+}
+
+// --- subtask goroutines ---------------------------------------------------------
+
+// startTasks runs one goroutine per subtask of ex.
+func (l *Live) startTasks(ex *execution) {
+	ctx, cancel := context.WithCancel(l.ctx)
+	l.exCancel = cancel
+	for _, t := range ex.tasks {
+		t.wakeC = make(chan struct{}, 1)
+	}
+	for _, t := range ex.tasks {
+		l.exWG.Add(1)
+		go l.runTask(ctx, t)
+	}
+}
+
+// stopTasks cancels the subtask goroutines and waits for them.
+func (l *Live) stopTasks(*execution) {
+	if l.exCancel != nil {
+		l.exCancel()
+		l.exCancel = nil
+	}
+	l.exWG.Wait()
+}
+
+func (l *Live) wake(t *subtask) {
+	if t.wakeC != nil {
+		poke(t.wakeC)
+	}
+}
+
+// runTask is a subtask's goroutine: control messages first, then one input
+// element or one source poll at a time, outputs pushed into bounded
+// channels (waiting while a channel is full: backpressure).
+func (l *Live) runTask(ctx context.Context, t *subtask) {
+	defer l.exWG.Done()
+	rr := 0
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.gate():
+		}
+		worked := false
+		if m, ok := t.popCtl(); ok {
+			t.now = l.now()
+			err := t.handleControl(m)
+			if !l.afterHandle(ctx, t, err) {
+				return
+			}
+			continue
+		}
+		if t.getStatus() == TaskRunning {
+			for i := range t.inputs {
+				ch := t.inputs[(rr+i)%len(t.inputs)]
+				if ch.blocked.Load() {
+					continue
+				}
+				l.inTransit.Add(1)
+				e, ok := ch.pop()
+				if !ok {
+					l.inTransit.Add(-1)
+					continue
+				}
+				l.activity.Add(1)
+				l.wake(ch.from) // room in its output
+				rr = (rr + i + 1) % len(t.inputs)
+				t.now = l.now()
+				err := t.handleElement(ch.toInput, e)
+				ok = l.afterHandle(ctx, t, err)
+				l.inTransit.Add(-1)
+				if !ok {
+					return
+				}
+				worked = true
+				break
+			}
+			if !worked && t.src != nil && t.src.pollable() && t.hasOutputSpace() {
+				if now := l.now(); int64(now) >= t.src.nextPoll {
+					l.inTransit.Add(1)
+					l.activity.Add(1)
+					t.now = now
+					err := t.src.poll(t, l.c.batch)
+					ok := l.afterHandle(ctx, t, err)
+					l.inTransit.Add(-1)
+					if !ok {
+						return
+					}
+					worked = true
+				}
+			}
+		}
+		if worked {
+			continue
+		}
+		// Nothing to do: wait to be woken (input, room, control, injected
+		// record), or for a rate-limited source's next poll.
+		var tc <-chan time.Time
+		if t.src != nil && t.getStatus() == TaskRunning && t.src.pollable() {
+			d := 2 * time.Millisecond
+			if w := time.Duration(t.src.nextPoll) - l.now(); w > 0 {
+				l.cmu.Lock()
+				d = time.Duration(float64(w) / l.speed)
+				l.cmu.Unlock()
+			}
+			if idle == nil {
+				idle = time.NewTimer(d)
+			} else {
+				idle.Reset(d)
+			}
+			tc = idle.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.wakeC:
+		case <-tc:
+		}
+	}
+}
+
+// afterHandle moves a subtask's outputs on. It returns false when the
+// subtask must stop (cancelled, or it failed).
+func (l *Live) afterHandle(ctx context.Context, t *subtask, err error) bool {
+	c := l.c
+	rewake := false
+	defer func() {
+		if rewake {
+			poke(t.wakeC)
+		}
+	}()
+	for i, it := range t.outbox {
+		for it.ch.full() {
+			select {
+			case <-ctx.Done():
+				for _, rest := range t.outbox[i:] {
+					rest.e.batch.release()
+				}
+				clear(t.outbox)
+				t.outbox = t.outbox[:0]
+				return false
+			case <-t.wakeC:
+				// Woken for room, or for a control message that must wait
+				// until this output is out; keep the wake for later.
+				if _, pending := t.peekCtl(); pending {
+					rewake = true
+				}
+			}
+		}
+		it.ch.push(it.e, 0)
+		l.activity.Add(1)
+		l.wake(it.ch.to)
+	}
+	clear(t.outbox)
+	t.outbox = t.outbox[:0]
+	for _, m := range t.toJM {
+		l.enqueue(func() { c.handleJM(m) })
+	}
+	t.toJM = t.toJM[:0]
+	for _, a := range t.acks {
+		m := a.msg
+		l.enqueue(func() { c.handleJM(m) })
+	}
+	t.acks = t.acks[:0]
+	t.cost = 0
+	if len(t.events) > 0 {
+		c.flushTaskEvents(t)
+	}
+	if err != nil {
+		c.taskFailed(t, err)
+		m := jmMsg{kind: jmFailed, attempt: t.ex.attempt, task: t, reason: fmt.Sprintf("%s failed: %v", t.name, err)}
+		l.enqueue(func() { c.handleJM(m) })
+		return false
+	}
+	return true
+}
+
+// --- public API -------------------------------------------------------------------
+
+// Do applies a command.
+func (l *Live) Do(cmd Command) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if !l.started {
+		return fmt.Errorf("%w: call Start first", ErrNotRunning)
+	}
+	return l.c.do(cmd, 0)
+}
+
+// Subscribe returns a subscription to events.
+func (l *Live) Subscribe(buffer int) *Subscription { return l.c.bus.subscribe(buffer) }
+
+// Snapshot returns the whole picture. Keyed state figures are left out
+// (backends belong to their subtask goroutines); use TaskState.
+func (l *Live) Snapshot() Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	snap := l.c.snapshot(false)
+	l.cmu.Lock()
+	snap.Driver, snap.Paused, snap.Speed = "live", l.paused, l.speed
+	l.cmu.Unlock()
+	return snap
+}
+
+// TaskState asks a running subtask for the state inspector's view.
+func (l *Live) TaskState(task string, limit int) (TaskStateView, error) {
+	l.mu.Lock()
+	t, err := l.c.findTask(task)
+	if err == nil && t.getStatus() != TaskRunning {
+		err = fmt.Errorf("%w: %s is %s", ErrNotRunning, task, t.getStatus())
+	}
+	reply := make(chan TaskStateView, 1)
+	if err == nil {
+		t.sendCtl(control{kind: ctlInspect, attempt: t.ex.attempt, reply: reply})
+		l.wake(t)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return TaskStateView{}, err
+	}
+	select {
+	case v := <-reply:
+		if limit > 0 && len(v.Keyed) > limit {
+			v.Keyed = v.Keyed[:limit]
+		}
+		return v, nil
+	case <-time.After(2 * time.Second):
+		return TaskStateView{}, fmt.Errorf("%w: %s did not answer (it may be backpressured or paused)", ErrNotRunning, task)
+	}
+}
+
+// Compare checks every sink's committed output against the ground truth.
+func (l *Live) Compare() ([]Comparison, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.compare()
+}
+
+// WaitDrained waits until every source has read its whole topic, nothing is
+// in flight and the sinks have committed everything.
+func (l *Live) WaitDrained(ctx context.Context) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if l.drained() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		terminal := l.c.terminal
+		l.mu.Unlock()
+		if terminal {
+			return fmt.Errorf("%w: the job failed before the end of input", ErrJobTerminal)
+		}
+	}
+}
+
+// drained checks the end-of-input condition at a quiet moment: no element
+// moved while it looked.
+func (l *Live) drained() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.c
+	a1 := l.activity.Load()
+	if l.inTransit.Load() != 0 || c.ex == nil || c.status != JobRunning || c.rescaling != nil || !c.allTasks(TaskRunning) || len(c.coord.pending) > 0 {
+		return false
+	}
+	for _, tp := range c.topics {
+		if !tp.readToEnd() {
+			return false
+		}
+	}
+	for _, t := range c.ex.tasks {
+		if _, ok := t.peekCtl(); ok {
+			return false
+		}
+	}
+	for _, ch := range c.ex.channels {
+		if ch.queuedRecs.Load() > 0 {
+			return false
+		}
+	}
+	for _, s := range c.sinks {
+		if s.pendingTxns() > 0 {
+			return false
+		}
+	}
+	return l.inTransit.Load() == 0 && l.activity.Load() == a1
+}
+
+// Close stops every goroutine, closes the state backends and removes the
+// engine's temporary directory.
+func (l *Live) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.stopTasks(nil)
+	if l.c.ex != nil {
+		for _, t := range l.c.ex.tasks {
+			t.close()
+		}
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.c.cleanup()
+	return nil
+}
+
+var _ driver = (*Live)(nil)
+var _ driver = (*Stepper)(nil)

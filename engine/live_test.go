@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The Live driver runs the same subtasks on goroutines: word count reaches
+// the end of input with exactly-once output, events flow to subscribers,
+// the state inspector answers, and Pause freezes the clock.
+func TestLiveWordCount(t *testing.T) {
+	spec := wordCount(3000, 2, 2, 0)
+	spec.Checkpointing.Interval = ms(20)
+	l, err := NewLive(spec, Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer l.Close()
+	sub := l.Subscribe(10000)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, l.Start(ctx))
+	require.NoError(t, l.WaitDrained(ctx))
+	cmp, err := l.Compare()
+	require.NoError(t, err)
+	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+	assert.Equal(t, int64(3000), cmp[0].Records)
+
+	snap := l.Snapshot()
+	assert.Equal(t, "live", snap.Driver)
+	assert.Equal(t, JobRunning, snap.Job.Status)
+	assert.Positive(t, snap.Checkpoints.Counts.Completed)
+	for _, p := range snap.Sources[0].Partitions {
+		assert.Equal(t, p.End, p.Offset, "partition %d read to its end", p.Partition)
+		assert.GreaterOrEqual(t, p.Owner, 0)
+	}
+	v, err := l.TaskState("count#0", 5)
+	require.NoError(t, err)
+	assert.Len(t, v.Keyed, 5)
+	assert.NotNil(t, v.KeyGroups)
+
+	kinds := map[EventKind]bool{}
+	for done := false; !done; {
+		select {
+		case e := <-sub.C:
+			kinds[e.Kind] = true
+		default:
+			done = true
+		}
+	}
+	assert.True(t, kinds[EvCheckpointDone])
+	assert.True(t, kinds[EvTaskStatus])
+	assert.False(t, kinds[EvRecordsSent], "Live publishes no per-batch events")
+
+	l.Pause()
+	a := l.Snapshot().At
+	time.Sleep(20 * time.Millisecond)
+	assert.Equal(t, a, l.Snapshot().At, "the clock stops while paused")
+	assert.True(t, l.Snapshot().Paused)
+	l.Resume()
+	require.NoError(t, l.SetSpeed(4))
+	require.Error(t, l.SetSpeed(0))
+}
+
+// A crash on the Live driver restarts the job from its checkpoint.
+func TestLiveCrashAndRescale(t *testing.T) {
+	spec := wordCount(4000, 2, 2, 0)
+	spec.Checkpointing.Interval = ms(10)
+	spec.Operators[0].Options["rate"] = 8000.0
+	spec.Restart.Delay = ms(5)
+	l, err := NewLive(spec, Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, l.Start(ctx))
+	waitFor := func(what string, pred func(s *Snapshot) bool) {
+		t.Helper()
+		for !func() bool { s := l.Snapshot(); return pred(&s) }() {
+			require.NoError(t, ctx.Err(), what)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("a checkpoint", func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed > 0 })
+	require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "count#0"}))
+	waitFor("restart", func(s *Snapshot) bool { return s.Job.Attempt == 2 && allRunning(s) })
+	require.NoError(t, l.Do(Command{Name: CmdRescale, Operator: "count", Parallelism: 3}))
+	waitFor("rescale", func(s *Snapshot) bool { return s.Counters.Rescales == 1 && allRunning(s) })
+	assert.Len(t, l.Snapshot().Job.Operators[2].Subtasks, 3)
+	require.NoError(t, l.WaitDrained(ctx))
+	cmp, err := l.Compare()
+	require.NoError(t, err)
+	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+	assert.Equal(t, 2, l.Snapshot().Counters.Restores)
+}
+
+func TestLiveChaos(t *testing.T) {
+	tests := []struct {
+		backend Backend
+		sink    string
+		seeds   []int64
+	}{
+		{BackendMemory, SinkExactlyOnce, []int64{1, 2}},
+		{BackendMemory, SinkAtLeastOnce, []int64{3}},
+		{BackendFS, SinkExactlyOnce, []int64{4}},
+		{BackendPebble, SinkExactlyOnce, []int64{5}},
+	}
+	if testing.Short() {
+		tests = tests[:1]
+	}
+	for _, c := range tests {
+		for _, seed := range c.seeds {
+			t.Run(fmt.Sprintf("%s/%s/%d", c.backend, c.sink, seed), func(t *testing.T) {
+				res, err := RunChaos(context.Background(), ChaosConfig{Seed: seed, Records: 600, Crashes: 3, Rescales: 2,
+					Backend: c.backend, Sink: c.sink, Driver: "live", Dir: t.TempDir(), liveSpan: 250 * time.Millisecond})
+				require.NoError(t, err)
+				assert.True(t, res.OK, "%s\n%v\n%v", res.Summary(), res.Actions, res.Diff(10))
+				assert.Equal(t, 3, res.Crashes)
+				assert.Equal(t, 2, res.Rescales)
+			})
+		}
+	}
+}
