@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"unsafe"
 
 	"github.com/statelab/statelab/rescale"
 )
@@ -219,7 +220,7 @@ func (b *heapBackend) iterate(id stateID, fn func(userKey, value []byte) bool) e
 	}
 	m := t.maps[string(b.key)]
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !fn([]byte(k), m[k]) {
+		if !fn(stringBytes(k), m[k]) {
 			break
 		}
 	}
@@ -240,6 +241,29 @@ func (b *heapBackend) clear(id stateID) error {
 	return nil
 }
 
+// stringBytes views a map key as bytes without copying; callers only read.
+func stringBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// blockString and blockValue take keys and values of a restored snapshot
+// straight from the block buffer readFull allocated for them, which nothing
+// else holds or reuses: one allocation per key group instead of two per
+// entry. A key's bytes are never written again; a value is capped at its
+// length, so growing it copies instead of running into the next entry, and
+// an in-place update of the same length writes only its own bytes.
+func blockString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func blockValue(b []byte) []byte { return b[:len(b):len(b)] }
+
 // forEach visits the entries of key-group index kgi in snapshot order (state
 // id, key, user key). fn's slices must not be retained.
 func (b *heapBackend) forEach(kgi int, fn func(id stateID, key, userKey, value []byte) error) error {
@@ -252,7 +276,7 @@ func (b *heapBackend) forEach(kgi int, fn func(id stateID, key, userKey, value [
 			for _, k := range slices.Sorted(maps.Keys(t.maps)) {
 				m := t.maps[k]
 				for _, uk := range slices.Sorted(maps.Keys(m)) {
-					if err := fn(stateID(id), []byte(k), []byte(uk), m[uk]); err != nil {
+					if err := fn(stateID(id), stringBytes(k), stringBytes(uk), m[uk]); err != nil {
 						return err
 					}
 				}
@@ -260,7 +284,7 @@ func (b *heapBackend) forEach(kgi int, fn func(id stateID, key, userKey, value [
 			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(t.values)) {
-			if err := fn(stateID(id), []byte(k), nil, t.values[k]); err != nil {
+			if err := fn(stateID(id), stringBytes(k), nil, t.values[k]); err != nil {
 				return err
 			}
 		}
@@ -421,12 +445,12 @@ func restoreHeapBackend(cfg KeyedBackendConfig, storage CheckpointStorage, handl
 				m := t.maps[string(e.key)]
 				if m == nil {
 					m = map[string][]byte{}
-					t.maps[string(e.key)] = m
+					t.maps[blockString(e.key)] = m
 				}
-				m[string(e.userKey)] = bytes.Clone(e.value)
+				m[blockString(e.userKey)] = blockValue(e.value)
 				return nil
 			}
-			t.values[string(e.key)] = bytes.Clone(e.value)
+			t.values[blockString(e.key)] = blockValue(e.value)
 			return nil
 		})
 		read += n

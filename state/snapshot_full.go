@@ -143,8 +143,9 @@ type fullEntry struct {
 }
 
 // readFull calls fn for every entry of h in the key groups of want, reading
-// only the header and those key groups' blocks. Slices passed to fn are valid
-// during the call. It returns the bytes read.
+// only the header and those key groups' blocks. Each block is read into a
+// buffer of its own that readFull never touches again, so fn may keep the
+// slices it is given (the memory backend does). It returns the bytes read.
 func readFull(storage CheckpointStorage, h *KeyedStateHandle, want rescale.KeyGroupRange, fn func(e *fullEntry) error) (int64, error) {
 	x := h.KeyGroupRange.Intersection(want)
 	if x.Empty() {
