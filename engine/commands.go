@@ -108,3 +108,28 @@ func (c *core) apply(cmd Command) error {
 		strings.Join([]string{CmdCrashSubtask, CmdCrashTaskManager, CmdRestartTaskManager, CmdAddTaskManager,
 			CmdTriggerCheckpoint, CmdTriggerSavepoint, CmdRescale, CmdInject}, ", "))
 }
+
+// Engine is what both drivers offer a viewer (the web session, a lesson).
+// The Stepper adds Step, Steps, RunFor, RunUntil, RunUntilDrained, Play and
+// Replay; the Live driver adds Start and WaitDrained.
+type Engine interface {
+	// Do applies a command (see the Cmd constants).
+	Do(cmd Command) error
+	// Snapshot returns the whole picture as plain data.
+	Snapshot() Snapshot
+	// TaskState returns the state inspector's view of one subtask.
+	TaskState(task string, limit int) (TaskStateView, error)
+	// Subscribe streams events; a slow subscriber loses events, never blocks.
+	Subscribe(buffer int) *Subscription
+	// Compare checks sink output against the ground truth.
+	Compare() ([]Comparison, error)
+	Pause()
+	Resume()
+	SetSpeed(f float64) error
+	Close() error
+}
+
+var (
+	_ Engine = (*Stepper)(nil)
+	_ Engine = (*Live)(nil)
+)

@@ -40,6 +40,10 @@ type Stepper struct {
 	speed  float64
 	closed bool
 	batch  int
+
+	// playing is the goroutine Resume started (stopped by Pause and Close).
+	playCancel context.CancelFunc
+	playWG     sync.WaitGroup
 }
 
 // stepTimer is a timer on the virtual clock.
@@ -400,11 +404,34 @@ func (s *Stepper) Play(ctx context.Context) error {
 	}
 }
 
-// Pause makes Play return after its current tick.
+// Pause makes Play return after its current tick, and stops what Resume started.
 func (s *Stepper) Pause() {
 	s.mu.Lock()
 	s.paused = true
+	cancel := s.playCancel
+	s.playCancel = nil
 	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.playWG.Wait()
+}
+
+// Resume plays in the background (see Play) until Pause or Close.
+func (s *Stepper) Resume() {
+	s.mu.Lock()
+	if s.closed || s.playCancel != nil {
+		s.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.playCancel = cancel
+	s.playWG.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.playWG.Done()
+		_ = s.Play(ctx)
+	}()
 }
 
 // SetSpeed sets how many virtual seconds Play runs per real second.
@@ -498,6 +525,7 @@ func (s *Stepper) Drained() bool {
 
 // Close stops the Stepper and releases state backends and directories.
 func (s *Stepper) Close() error {
+	s.Pause()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

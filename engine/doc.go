@@ -1,0 +1,119 @@
+// Package engine is StateLab's mini Apache Flink: a job graph of parallel
+// operator subtasks placed in TaskManager slots, bounded FIFO channels of
+// record batches between them (forward, rebalance, hash/keyBy by key group,
+// broadcast), keyed and operator state in the state package's backends
+// (memory, fs, pebble), a checkpoint coordinator with aligned barriers,
+// failover with a restart strategy, and rescaling by key groups. Everything
+// a learner sees is the engine really doing it.
+//
+// # Main types
+//
+//   - JobSpec (LoadSpec reads YAML or JSON): operators with kind,
+//     parallelism, max parallelism (Flink's default when 0) and options;
+//     edges with a partitioner; backend; checkpointing; cluster; restart
+//     strategy; seed. Validate fills in defaults and says what is wrong.
+//   - Stepper: a deterministic driver. One event per Step (a batch, barrier
+//     or watermark at the head of a channel, a source poll, a message between
+//     JobManager and subtask, a due timer), chosen by a seeded RNG or oldest
+//     first, on a virtual clock. Same spec + seed + command log = same run,
+//     event for event (Replay). Lessons and the teaching view use it.
+//   - Live: the same subtask state machines on one goroutine each, bounded
+//     channels of pooled batches, a clock at a speed factor over real time.
+//   - Engine: the interface both drivers offer a viewer.
+//   - Command (Do): crash-subtask, crash-taskmanager, restart-taskmanager,
+//     add-taskmanager, trigger-checkpoint, trigger-savepoint, rescale, inject.
+//   - Event (Subscribe): typed, plain-data events; Kind says which fields are
+//     set; Message is a sentence for the event log.
+//   - Snapshot: the whole picture as plain data (job graph with subtasks,
+//     key-group ranges, statuses and TaskManagers; channels with queued
+//     batches and barriers; checkpoints with Flink's figures; source
+//     partitions and offsets; sink transactions and output against ground
+//     truth). TaskStateView (TaskState) is the state inspector's view.
+//   - Comparison (Compare): committed sink output against the truth computed
+//     by evaluating the job once over the whole source topic.
+//   - RunChaos: word count with seeded crashes and rescales (statelab chaos).
+//
+// Times in events and views are time.Duration (nanoseconds in JSON) of the
+// driver's clock: virtual on the Stepper, scaled real time on Live.
+//
+// # Built-in operators (OperatorSpec.Kind and Options)
+//
+//	source           partitioned in-memory topic. partitions (default: parallelism),
+//	                 generator words|clicks|none, records, keys, wordsPerLine, lines
+//	                 (dealt round-robin), pages, windowSize, clicksPerWindow, rate
+//	                 (records/s per subtask), offsets split|union. Its (partition,
+//	                 offset) pairs live in operator ListState "offsets".
+//	tokenizer        flatMap: a line's words, lower-cased, Key=word Value=1.
+//	map              fn identity|upper|lower|length.   filter: exclude, minLength.
+//	count, sum       keyed ValueState "count"/"sum"; emit the key's new total.
+//	window-count     keyed tumbling event-time windows (size); MapState "windows";
+//	                 fires when the watermark passes the window end.
+//	broadcast-filter rules ("block w"/"allow w") from its broadcast input in
+//	                 BroadcastState "rules"; drops blocked keys of its other input.
+//	tally            forwards records; per-subtask counts in union ListState "tallies".
+//	sink             semantics exactly-once (two-phase commit, operator ListState
+//	                 "pending-transactions") or at-least-once.
+//
+// # Contract for a caller
+//
+//  1. Build a JobSpec or LoadSpec it. Keyed operators need hash inputs;
+//     forward edges need equal parallelism; max parallelism never changes.
+//  2. Create a driver: NewStepper(spec, opts) (the job is scheduled; nothing
+//     moves until Step) or NewLive(spec, opts) then Start(ctx).
+//  3. Subscribe(buffer) before running if you want every event; a subscriber
+//     that falls behind loses events (Dropped counts them) and should
+//     resynchronise with Snapshot. The engine never waits for a subscriber.
+//  4. Drive it. Stepper: Step, Steps, RunFor, RunUntil(pred, max),
+//     RunUntilDrained, Play(ctx) or Resume/Pause, SetSpeed. Live: it runs;
+//     Pause/Resume/SetSpeed; WaitDrained.
+//  5. Apply user actions with Do(Command). Errors wrap ErrRescale,
+//     ErrCheckpoint, ErrUnknown, ErrNotRunning, ErrJobTerminal,
+//     ErrBadCommand (or rescale.ErrAboveMax with Flink's reason). The
+//     Stepper logs every command with its step (CommandLog) for Replay.
+//  6. Read Snapshot, TaskState and Compare at any time; they copy.
+//  7. Close releases goroutines, state backends and temporary directories.
+//
+// # What a subtask does (the task state machine)
+//
+//  1. SCHEDULED until the job has a slot for it (slot sharing: subtask i of
+//     every operator shares slot i), then DEPLOYING, INITIALIZING (it
+//     restores keyed state for its key-group range and its share of operator
+//     state), RUNNING.
+//  2. It takes one input at a time: a batch, watermark or barrier from an
+//     unblocked input channel; a source poll; a message from the JobManager.
+//     Its outputs (batches per channel, barriers, acknowledgements, events)
+//     are left for the driver; it never blocks, sleeps or spawns.
+//  3. A source, told to trigger checkpoint n, writes its offsets into its
+//     ListState, emits barrier n on every output and acknowledges.
+//  4. A subtask receiving barrier n on an input blocks that input
+//     (exactly-once) until barrier n has arrived on all inputs; then it
+//     forwards barrier n, snapshots keyed and operator state (sinks
+//     pre-commit their transaction) and acknowledges. At-least-once mode
+//     counts barriers without blocking. Barrier n+1 before n is aligned
+//     makes it decline n.
+//  5. When n completes the JobManager notifies every subtask; two-phase
+//     sinks commit every pending transaction up to n. An aborted checkpoint
+//     is notified too, so nobody stays blocked.
+//
+// # What the JobManager does
+//
+//  1. Triggers periodic checkpoints when every subtask runs and none is
+//     pending; completes n when every subtask acknowledged (metadata to
+//     checkpoint storage, older ones subsumed beyond the retained count);
+//     aborts on decline, timeout or failure.
+//  2. On a failure (crashed subtask, lost TaskManager whose local disk is
+//     wiped) cancels every subtask, aborts pending checkpoints and, if the
+//     restart strategy allows, restarts after its delay from the newest
+//     readable checkpoint (falling back past corrupt ones): sources seek to
+//     the checkpointed offsets, two-phase sinks commit the restored pending
+//     transactions and everything else of the failed attempt is aborted.
+//     Without a checkpoint the job starts over with empty state.
+//  3. Rescale(op, p) = stop-with-savepoint (sources stop after its barrier;
+//     sinks commit on its completion; subtasks FINISH), then a new execution
+//     restores from the savepoint: keyed state by key-group range
+//     intersection (rescale.NewPlan), operator state by Flink's round-robin
+//     repartitioner. Above max parallelism is refused with Flink's reason.
+//     Reactive mode rescales everything to the available slots.
+//  4. Intermediate savepoints commit nothing and are not used for failover
+//     (Flink 1.15+); a savepoint the job restored from is.
+package engine
