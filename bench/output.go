@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+type namedChart struct {
+	file  string
+	chart LineChart
+}
+
+// costCharts are the cost-against-state-size charts of a report: checkpoint
+// bytes and time, rescale time and bytes read, each on log-log axes with a
+// dashed line of linear growth for comparison.
+func costCharts(r *Report) []namedChart {
+	series := func(group, prefix string, value bool) Series {
+		s := Series{}
+		for _, c := range r.Cases {
+			if c.Group != group || c.Size == 0 || !strings.HasPrefix(c.Name, prefix) {
+				continue
+			}
+			y := c.BaselineValue
+			if value {
+				y = c.Value
+			}
+			s.Points = append(s.Points, Point{X: float64(c.Size), Y: y})
+		}
+		slices.SortFunc(s.Points, func(a, b Point) int { return cmpFloat(a.X, b.X) })
+		return s
+	}
+	named := func(s Series, name string) Series { s.Name = name; return s }
+	var out []namedChart
+	add := func(file, title, yLabel, metric string, ss ...Series) {
+		var keep []Series
+		for _, s := range ss {
+			if len(s.Points) > 0 {
+				keep = append(keep, s)
+			}
+		}
+		if len(keep) == 0 {
+			return
+		}
+		keep = append(keep, linearReference(keep[0]))
+		out = append(out, namedChart{file: file, chart: LineChart{Title: title, XLabel: "state size (keys)", YLabel: yLabel,
+			XMetric: "keys", YMetric: metric, Series: keep}})
+	}
+	add("checkpoint-bytes.svg", "Checkpoint size after 1 % of keys changed", "bytes written per checkpoint", MetricBytes,
+		named(series(GroupCheckpoint, "incremental checkpoint bytes", false), "full"),
+		named(series(GroupCheckpoint, "incremental checkpoint bytes", true), "incremental (mean)"))
+	add("checkpoint-time.svg", "Checkpoint time after 1 % of keys changed", "synchronous snapshot time", MetricSeconds,
+		named(series(GroupCheckpoint, "incremental checkpoint time", false), "full"),
+		named(series(GroupCheckpoint, "incremental checkpoint time", true), "incremental"))
+	add("rescale-time.svg", "Rescale 2 -> 3: time to restore all new subtasks", "time", MetricSeconds,
+		named(series(GroupRescale, "rescale 2->3 time", false), "naive hash % parallelism"),
+		named(series(GroupRescale, "rescale 2->3 time", true), "key groups"))
+	add("rescale-bytes.svg", "Rescale 2 -> 3: bytes read against bytes moved", "bytes", MetricBytes,
+		named(series(GroupRescale, "rescale 2->3 bytes read, naive", true), "read, naive"),
+		named(series(GroupRescale, "rescale 2->3 bytes read, key groups", true), "read, key groups"),
+		named(series(GroupRescale, "rescale 2->3 bytes read, key groups", false), "moved"))
+	return out
+}
+
+// linearReference is a dashed line through s's first point growing in
+// proportion to the state size.
+func linearReference(s Series) Series {
+	ref := Series{Name: "linear growth", Dashed: true}
+	if len(s.Points) == 0 {
+		return ref
+	}
+	p0 := s.Points[0]
+	for _, p := range s.Points {
+		ref.Points = append(ref.Points, Point{X: p.X, Y: p0.Y * p.X / p0.X})
+	}
+	return ref
+}
+
+// ratioChart shows every case's ratio against its target.
+func ratioChart(r *Report) RatioChart {
+	rc := RatioChart{Title: "Each case against its baseline (ratio; black tick = target)"}
+	for _, c := range r.Cases {
+		if c.Group == GroupScaling || c.Ratio == 0 {
+			continue
+		}
+		rc.Bars = append(rc.Bars, Bar{Label: c.Name, Ratio: c.Ratio, Target: c.Target})
+	}
+	return rc
+}
+
+// WriteOutputs writes bench.json and the SVG charts into dir (made if
+// missing) and returns the files written.
+func WriteOutputs(dir string, r *Report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: make output directory: %w", err)
+	}
+	var written []string
+	write := func(name string, data []byte) error {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return fmt.Errorf("bench: write %s: %w", name, err)
+		}
+		written = append(written, p)
+		return nil
+	}
+	var js strings.Builder
+	if err := WriteJSON(&js, r); err != nil {
+		return nil, err
+	}
+	if err := write("bench.json", []byte(js.String())); err != nil {
+		return written, err
+	}
+	for _, ch := range costCharts(r) {
+		if err := write(ch.file, ch.chart.SVG()); err != nil {
+			return written, err
+		}
+	}
+	if rc := ratioChart(r); len(rc.Bars) > 0 {
+		if err := write("ratios.svg", rc.SVG()); err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}

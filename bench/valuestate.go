@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
+)
+
+// CountResult is what a counting loop counted and how long it took.
+type CountResult struct {
+	Counts  map[string]int64
+	Elapsed time.Duration
+}
+
+// CountWithValueState counts words through a keyed backend the way the
+// engine's keyed count does per record: key group of the word, SetCurrentKey,
+// ValueState get, ValueState update. dir is the Pebble working directory
+// (it must not exist or be empty; ignored for memory). The backend owns
+// every key group, so one backend stands for one subtask at parallelism 1.
+func CountWithValueState(kind state.BackendKind, words []string, maxParallelism int, dir string) (CountResult, error) {
+	b, err := state.NewKeyedBackend(state.KeyedBackendConfig{Kind: kind, Name: "count#0", Dir: dir,
+		MaxParallelism: maxParallelism, KeyGroupRange: rescale.NewKeyGroupRange(0, maxParallelism-1)})
+	if err != nil {
+		return CountResult{}, fmt.Errorf("bench: open %s backend: %w", kind, err)
+	}
+	defer b.Close()
+	v, err := state.Value(b, "count", state.Int64Codec)
+	if err != nil {
+		return CountResult{}, fmt.Errorf("bench: register count state: %w", err)
+	}
+	var key []byte
+	start := time.Now()
+	for _, w := range words {
+		key = append(key[:0], w...)
+		if err := b.SetCurrentKey(key, rescale.KeyGroupForString(w, maxParallelism)); err != nil {
+			return CountResult{}, fmt.Errorf("bench: set key %q: %w", w, err)
+		}
+		n, _, err := v.Value()
+		if err != nil {
+			return CountResult{}, fmt.Errorf("bench: read count of %q: %w", w, err)
+		}
+		if err := v.Update(n + 1); err != nil {
+			return CountResult{}, fmt.Errorf("bench: update count of %q: %w", w, err)
+		}
+	}
+	elapsed := time.Since(start)
+
+	// Read the counts back through the same API (not timed), so a backend
+	// that loses an update fails the check.
+	counts := make(map[string]int64)
+	for _, w := range words {
+		if _, seen := counts[w]; seen {
+			continue
+		}
+		if err := b.SetCurrentKey([]byte(w), rescale.KeyGroupForString(w, maxParallelism)); err != nil {
+			return CountResult{}, err
+		}
+		n, ok, err := v.Value()
+		if err != nil {
+			return CountResult{}, err
+		}
+		if ok {
+			counts[w] = n
+		}
+	}
+	return CountResult{Counts: counts, Elapsed: elapsed}, nil
+}
+
+// CountWithBareMap is the floor of the memory backend: one Go map, one
+// increment per word, no key group, no serialisation.
+func CountWithBareMap(words []string) CountResult {
+	m := make(map[string]int64)
+	start := time.Now()
+	for _, w := range words {
+		m[w]++
+	}
+	return CountResult{Counts: m, Elapsed: time.Since(start)}
+}
+
+// CountWithBarePebble is the floor of the pebble backend: Pebble opened with
+// the options the backend uses (WAL off, as Flink runs RocksDB, since the
+// checkpoint is the durability), then Get and Set per word on the bare word
+// as key and the count as 8 bytes, big-endian.
+func CountWithBarePebble(words []string, dir string) (CountResult, error) {
+	db, err := pebble.Open(dir, &pebble.Options{DisableWAL: true, Logger: discardPebbleLogger{}})
+	if err != nil {
+		return CountResult{}, fmt.Errorf("bench: open pebble: %w", err)
+	}
+	defer db.Close()
+	var key []byte
+	var val [8]byte
+	start := time.Now()
+	for _, w := range words {
+		key = append(key[:0], w...)
+		var n uint64
+		got, closer, err := db.Get(key)
+		switch {
+		case err == nil:
+			n = binary.BigEndian.Uint64(got)
+			closer.Close()
+		case errors.Is(err, pebble.ErrNotFound):
+		default:
+			return CountResult{}, fmt.Errorf("bench: pebble get %q: %w", w, err)
+		}
+		binary.BigEndian.PutUint64(val[:], n+1)
+		if err := db.Set(key, val[:], pebble.NoSync); err != nil {
+			return CountResult{}, fmt.Errorf("bench: pebble set %q: %w", w, err)
+		}
+	}
+	elapsed := time.Since(start)
+	counts := make(map[string]int64)
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return CountResult{}, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		counts[string(it.Key())] = int64(binary.BigEndian.Uint64(it.Value()))
+	}
+	if err := it.Close(); err != nil {
+		return CountResult{}, err
+	}
+	return CountResult{Counts: counts, Elapsed: elapsed}, nil
+}
+
+// discardPebbleLogger keeps Pebble quiet; the bench prints its own lines.
+type discardPebbleLogger struct{}
+
+func (discardPebbleLogger) Infof(string, ...any)  {}
+func (discardPebbleLogger) Errorf(string, ...any) {}
+func (discardPebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}

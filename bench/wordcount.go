@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
+)
+
+// EngineRun is one engine word count to time.
+type EngineRun struct {
+	Words          []string
+	Backend        state.BackendKind
+	Parallelism    int
+	MaxParallelism int
+	// Dir is a scratch directory for Pebble and checkpoints.
+	Dir string
+}
+
+// engineWordCount runs StateLab's word count on the engine's Live driver and
+// returns what the sink received; nil while the Live driver is not there.
+var engineWordCount func(ctx context.Context, run EngineRun) (CountResult, error)
+
+// EngineAvailable reports whether the engine cases can run.
+func EngineAvailable() bool { return engineWordCount != nil }
+
+// RunEngineWordCount runs the engine's word count (Live driver) over words.
+func RunEngineWordCount(ctx context.Context, run EngineRun) (CountResult, error) {
+	if engineWordCount == nil {
+		return CountResult{}, ErrNoEngine
+	}
+	return engineWordCount(ctx, run)
+}
+
+// wordCount times the engine's word count against the bare batched pipeline
+// at each parallelism, memory and pebble backends, in interleaved rounds.
+func (r *runner) wordCount(ctx context.Context) error {
+	words := Workload{Seed: r.cfg.Seed, Records: r.sizes.WordCountRecords, Keys: r.sizes.WordCountKeys}.Words()
+	truth := Count(words)
+	if !EngineAvailable() {
+		r.note("wordcount: %v yet, so the engine cases were skipped; the bare pipeline alone is not a case", ErrNoEngine)
+		return nil
+	}
+	for _, p := range r.sizes.Parallelisms {
+		maxP := rescale.DefaultMaxParallelism(p)
+		engineTrial := func(kind state.BackendKind) Trial {
+			name := fmt.Sprintf("engine %s p=%d", kind, p)
+			return Trial{Name: name, Run: func() (float64, error) {
+				dir := r.scratch("engine")
+				defer os.RemoveAll(dir)
+				res, err := RunEngineWordCount(ctx, EngineRun{Words: words, Backend: kind, Parallelism: p, MaxParallelism: maxP, Dir: dir})
+				if err != nil {
+					return 0, err
+				}
+				if err := DiffCounts(res.Counts, truth); err != nil {
+					return 0, fmt.Errorf("%s: %w", name, err)
+				}
+				return Rate(len(words), res.Elapsed), nil
+			}}
+		}
+		bare := Trial{Name: fmt.Sprintf("bare p=%d", p), Run: func() (float64, error) {
+			res, err := RunBarePipeline(words, p, maxP)
+			if err != nil {
+				return 0, err
+			}
+			if err := DiffCounts(res.Counts, truth); err != nil {
+				return 0, fmt.Errorf("bare pipeline: %w", err)
+			}
+			return Rate(len(words), res.Elapsed), nil
+		}}
+		s, err := Interleave(r.rounds, engineTrial(state.Memory), engineTrial(state.Pebble), bare)
+		if err != nil {
+			return err
+		}
+		baseline := fmt.Sprintf("bare goroutine-and-channel pipeline, batches of %d, p=%d", BatchSize, p)
+		r.add(Case{Group: GroupWordCount, Name: fmt.Sprintf("engine word count, memory, p=%d", p), Metric: MetricRecordsPerSecond,
+			HigherIsBetter: true, Value: Median(s[0]), Samples: s[0], Baseline: baseline,
+			BaselineValue: Median(s[2]), BaselineSamples: s[2], Target: AtLeast(0.25)})
+		r.add(Case{Group: GroupWordCount, Name: fmt.Sprintf("engine word count, pebble, p=%d", p), Metric: MetricRecordsPerSecond,
+			HigherIsBetter: true, Value: Median(s[1]), Samples: s[1], Baseline: baseline,
+			BaselineValue: Median(s[2]), BaselineSamples: s[2]})
+	}
+	return nil
+}
+
+// webSocket times fan-out to each number of viewers: StateLab's web hub
+// (when injected) against the bare gorilla hub.
+func (r *runner) webSocket(ctx context.Context) error {
+	events := FanOutEvents(r.sizes.Events)
+	if r.cfg.WebFanOut == nil {
+		r.note("websocket: StateLab's web hub was not injected (Config.WebFanOut); only the bare hub was timed")
+	}
+	for _, v := range r.sizes.Viewers {
+		rate := func(f FanOutFunc, name string) Trial {
+			return Trial{Name: name, Run: func() (float64, error) {
+				res, err := f(ctx, v, events)
+				if err != nil {
+					return 0, err
+				}
+				if want := int64(v) * int64(len(events)); res.Delivered != want {
+					return 0, fmt.Errorf("%s delivered %d events, want %d", name, res.Delivered, want)
+				}
+				return Rate(int(res.Delivered), res.Elapsed), nil
+			}}
+		}
+		trials := []Trial{rate(BareHubFanOut, "bare hub")}
+		if r.cfg.WebFanOut != nil {
+			trials = append(trials, rate(r.cfg.WebFanOut, "web hub"))
+		}
+		s, err := Interleave(r.rounds, trials...)
+		if err != nil {
+			return err
+		}
+		if len(s) == 1 {
+			fmt.Fprintf(r.log, "bench: websocket  bare hub, %d viewers: %s\n", v, FormatValue(MetricEventsPerSecond, Median(s[0])))
+			r.note("websocket: bare gorilla hub, %d viewers: %s", v, FormatValue(MetricEventsPerSecond, Median(s[0])))
+			continue
+		}
+		r.add(Case{Group: GroupWebSocket, Name: fmt.Sprintf("WebSocket fan-out, %d %s", v, plural(v, "viewer", "viewers")), Metric: MetricEventsPerSecond,
+			HigherIsBetter: true, Value: Median(s[1]), Samples: s[1],
+			Baseline: "bare gorilla/websocket hub", BaselineValue: Median(s[0]), BaselineSamples: s[0],
+			Details: map[string]float64{"viewers": float64(v), "eventsPerViewer": float64(len(events))}})
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
