@@ -75,12 +75,14 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 
 // pebbleOptions are the options every pebble backend runs with. The WAL is
 // off, as Flink runs RocksDB: durability comes from checkpoints, and a
-// snapshot flushes the memtable first.
+// snapshot flushes the memtable first. Memtables may grow to 64 MiB, Flink's
+// default RocksDB write buffer size (Pebble starts each DB at 256 KiB and
+// doubles, so many small backends stay small).
 func pebbleOptions(l *slog.Logger) *pebble.Options {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return &pebble.Options{DisableWAL: true, Logger: pebbleLogger{l}}
+	return &pebble.Options{DisableWAL: true, Logger: pebbleLogger{l}, MemTableSize: 64 << 20}
 }
 
 // prepareDir makes dir if needed and refuses one with files in it, so a

@@ -269,3 +269,26 @@ func TestRestoreRejectsOtherMaxParallelism(t *testing.T) {
 	assert.ErrorIs(t, err, ErrIncompatible)
 	assert.ErrorContains(t, err, "max parallelism 128")
 }
+
+// TestSavepointIsFullAndPortable: an incremental pebble backend still writes
+// a self-contained full snapshot for a savepoint, into the savepoint's own
+// directory, and the memory backend restores it.
+func TestSavepointIsFullAndPortable(t *testing.T) {
+	s := newTestStorage(t, FileSystemStorage)
+	cfg := testConfig(t, Pebble, 128, fullRange)
+	cfg.Incremental = true
+	b, err := NewKeyedBackend(cfg)
+	require.NoError(t, err)
+	defer b.Close()
+	fill(t, []KeyedBackend{b}, 100)
+	h, err := b.Snapshot(SnapshotTarget{CheckpointID: 7, Savepoint: true}, s)
+	require.NoError(t, err)
+	assert.Equal(t, FormatFull, h.Format)
+	assert.Empty(t, h.SharedFiles)
+	assert.Equal(t, "savepoint-job1-7/op-0-kg0-127.kgs", h.File.Path)
+	r, err := RestoreKeyedBackend(testConfig(t, Memory, 128, fullRange), s, []*KeyedStateHandle{h})
+	require.NoError(t, err)
+	m, err := r.Metrics()
+	require.NoError(t, err)
+	assert.Equal(t, int64(200), m.Keys, "100 keys, each with a count and a map")
+}
