@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -552,9 +551,16 @@ func (c *core) fail(failed *subtask, reason string) {
 	for _, p := range c.coord.pendingList() {
 		c.abortCheckpoint(p, "the job failed: "+reason)
 	}
-	if r := c.rescaling; r != nil && r.phase == "savepoint" {
-		c.rescaling = nil
-		c.publish(Event{Kind: EvRescaleFailed, Operator: r.operator, Message: fmt.Sprintf("rescale of %s failed: the job failed before the savepoint completed", r.operator)})
+	if r := c.rescaling; r != nil {
+		switch r.phase {
+		case "savepoint":
+			c.rescaling = nil
+			c.publish(Event{Kind: EvRescaleFailed, Operator: r.operator, Message: fmt.Sprintf("rescale of %s failed: the job failed before the savepoint completed", r.operator)})
+		case "stopping":
+			// The savepoint completed and holds the new parallelism's
+			// starting point: the restart restores from it.
+			r.phase = "restoring"
+		}
 	}
 	c.cancelExecution(failed)
 	c.failures++
@@ -889,12 +895,6 @@ func (c *core) drained() bool {
 		}
 	}
 	return len(c.coord.pending) == 0
-}
-
-// sortedTMs returns the TaskManagers in id order.
-func (c *core) sortedTMs() []*taskManager {
-	out := slices.Clone(c.tms)
-	return out
 }
 
 func orDefault(v, def int) int {

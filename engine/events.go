@@ -47,7 +47,7 @@ const (
 	EvCheckpointDecline EventKind = "checkpoint-declined"     // Task, Checkpoint, Message
 	EvCheckpointSubsume EventKind = "checkpoint-subsumed"     // Checkpoint (deleted from storage)
 	EvNotifyComplete    EventKind = "checkpoint-notified"     // Task, Checkpoint
-	EvRescaleStarted    EventKind = "rescale-started"         // Operator, Parallelism, Previous
+	EvRescaleStarted    EventKind = "rescale-started"         // Operator, Parallelism (new), Value (old)
 	EvRescalePlan       EventKind = "rescale-plan"            // Operator, Rescale
 	EvRescaleDone       EventKind = "rescale-completed"       // Operator, Parallelism
 	EvRescaleFailed     EventKind = "rescale-failed"          // Operator, Message

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -203,4 +206,48 @@ func TestRestartStrategy(t *testing.T) {
 			assert.False(t, s.Step() && s.Snapshot().Job.Status != JobFailed)
 		})
 	}
+}
+
+// A corrupt file in the newest checkpoint makes the restore fall back to the
+// previous retained one, and says which file was bad.
+func TestRestoreFallsBackPastCorruptCheckpoint(t *testing.T) {
+	spec := wordCount(300, 2, 2, 0)
+	spec.Backend = BackendFS
+	spec.Checkpointing.Retained = 2
+	dir := t.TempDir()
+	log := &eventLog{}
+	s, err := NewStepper(spec, Options{Dir: dir, RecordEvents: log.add})
+	require.NoError(t, err)
+	defer s.Close()
+	s.Steps(100)
+	first := completeCheckpoint(t, s)
+	s.Steps(100)
+	second := completeCheckpoint(t, s)
+	// Flip a byte in one of the second checkpoint's keyed state files.
+	chk := filepath.Join(dir, "checkpoints", spec.Name, fmt.Sprintf("chk-%d", second))
+	entries, err := os.ReadDir(chk)
+	require.NoError(t, err)
+	var victim string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "keyed") {
+			victim = filepath.Join(chk, e.Name())
+		}
+	}
+	require.NotEmpty(t, victim, "no keyed state file in %s: %v", chk, dirNames(entries))
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(victim, b, 0o644))
+
+	require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "sink#0"}))
+	_, err = s.RunUntil(runningAgain(2), 5000)
+	require.NoError(t, err)
+	fb := log.kinds(EvRestoreFallback)
+	require.Len(t, fb, 1)
+	assert.Equal(t, second, fb[0].Checkpoint)
+	assert.Contains(t, fb[0].Message, filepath.Base(victim))
+	snap := s.Snapshot()
+	assert.Equal(t, first, snap.Checkpoints.LatestRestore.Checkpoint)
+	assert.Len(t, snap.Checkpoints.LatestRestore.Skipped, 1)
+	assert.Equal(t, first, subtaskView(t, snap, "count#0").RestoredFrom)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -226,4 +227,12 @@ func runToEnd(t *testing.T, s *Stepper) {
 		_ = s.Do(Command{Name: CmdTriggerCheckpoint})
 	}
 	t.Fatal("the job never drained")
+}
+
+func dirNames(es []os.DirEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
 }

@@ -14,6 +14,7 @@ const (
 	GeneratorWords  = "words"  // lines of words from a fixed vocabulary, skewed towards a few hot words
 	GeneratorClicks = "clicks" // click events: pages with event-time timestamps, exactly N per page and window
 	GeneratorNone   = "none"   // only the lines given in options.lines and records typed in later
+	GeneratorKeys   = "keys"   // one key per record (Key set, Value 1), uniform over keys: for benchmarks
 )
 
 // Operator-state modes of the source's offsets.
@@ -101,8 +102,8 @@ func parseOptions(o *OperatorSpec) (operatorOptions, error) {
 		case g.err != nil:
 		case opt.Partitions < 1 || opt.Partitions > 1024:
 			g.fail("partitions", "want 1..1024")
-		case !slices.Contains([]string{GeneratorWords, GeneratorClicks, GeneratorNone}, opt.Generator):
-			g.fail("generator", "want words, clicks or none")
+		case !slices.Contains([]string{GeneratorWords, GeneratorClicks, GeneratorNone, GeneratorKeys}, opt.Generator):
+			g.fail("generator", "want words, clicks, keys or none")
 		case opt.Records < 0:
 			g.fail("records", "cannot be negative")
 		case opt.Keys < 1:

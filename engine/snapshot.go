@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/statelab/statelab/rescale"
 	"github.com/statelab/statelab/state"
 )
 
@@ -247,11 +246,6 @@ func (t *subtask) stateViewLimit(limit int) TaskStateView {
 }
 
 func (t *subtask) stateView() TaskStateView { return t.stateViewLimit(0) }
-
-// keyGroupRangeOf is a helper for views.
-func keyGroupRangeOf(maxPar, par, index int) rescale.KeyGroupRange {
-	return rescale.KeyGroupRangeForOperator(maxPar, par, index)
-}
 
 // close releases the current execution and the engine's directory.
 func (c *core) close() {

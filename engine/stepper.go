@@ -392,7 +392,14 @@ func (s *Stepper) Play(ctx context.Context) error {
 			}
 			target := s.clock + time.Duration(float64(now.Sub(last))*s.speed)
 			last = now
-			for n := 0; s.clock < target && n < 20000; n++ {
+			// Hold the lock at most a few milliseconds per tick, so
+			// snapshots and commands stay responsive at any speed; the
+			// virtual clock is never moved by hand (that would break replay),
+			// so at high speed the run simply falls behind real time.
+			for n := 0; s.clock < target; n++ {
+				if n&255 == 255 && time.Since(now) > 8*time.Millisecond {
+					break
+				}
 				if !s.stepLocked() {
 					s.paused = true
 					s.mu.Unlock()

@@ -32,6 +32,7 @@ type topic struct {
 	// progress is which source subtask reads each partition and how far it
 	// got; source subtasks write it, views read it from any goroutine.
 	progress []partitionProgress
+	keyTable []string // keys generator
 }
 
 type partitionProgress struct {
@@ -69,6 +70,12 @@ func newTopic(name string, seed int64, o operatorOptions) *topic {
 	t.resetProgress()
 	if t.gen == GeneratorNone {
 		t.records = 0
+	}
+	if t.gen == GeneratorKeys {
+		t.keyTable = make([]string, t.keys)
+		for i := range t.keyTable {
+			t.keyTable[i] = vocabularyWord(i)
+		}
 	}
 	for i, l := range o.Lines {
 		p := i % t.partitions
@@ -124,6 +131,9 @@ func (t *topic) append(p int, r Record) int64 {
 
 // generate returns global record i.
 func (t *topic) generate(i int64) Record {
+	if t.gen == GeneratorKeys {
+		return Record{Key: t.keyTable[mix(t.seed, uint64(i))%uint64(len(t.keyTable))], Value: 1, Timestamp: i}
+	}
 	if t.gen == GeneratorClicks {
 		perWindow := int64(t.pages * t.perWindow)
 		w, k := i/perWindow, i%perWindow
