@@ -13,8 +13,9 @@
 //     KeyGroupRange. NewKeyedBackend makes one of kind memory (Flink's
 //     HashMapStateBackend: one Go map per key group) or pebble (Flink's
 //     EmbeddedRocksDBStateBackend: one Pebble LSM per subtask on the node's
-//     local disk, key = [key group u16 BE][state id u16 BE][uvarint key
-//     length][key][user key], so a key-group range is one contiguous scan).
+//     local disk, key = [key group u16 BE][state id u16 BE][key with 0x00
+//     escaped, then 0x00 0x01][user key], so a key-group range is one
+//     contiguous scan and keys of different lengths never collide).
 //   - ValueState, ListState, MapState, ReducingState: typed handles scoped to
 //     the backend's current key, made by Value, List, Map and Reducing.
 //   - OperatorBackend: non-keyed operator state of one subtask: ListState in
@@ -27,11 +28,17 @@
 //     sub-range reads only that sub-range's bytes. An incremental snapshot
 //     (pebble only) lists the SST files of a Pebble checkpoint: new ones are
 //     uploaded to shared/, old ones are referenced again.
-//   - CheckpointStorage: where snapshots go. NewJobManagerStorage keeps them
-//     in memory with Flink's per-state cap (5 MiB by default);
-//     NewFileSystemStorage writes Flink's layout <dir>/<job>/chk-<n>/_metadata,
-//     <dir>/<job>/shared/, <dir>/<job>/taskowned/, keeps the last k completed
-//     checkpoints, and keeps savepoints until told otherwise.
+//   - CheckpointStorage: where snapshots go, made by NewCheckpointStorage.
+//     JobManagerStorage keeps them in memory with Flink's per-state cap
+//     (5 MiB by default; above it the checkpoint fails and the error
+//     suggests the filesystem storage). FileSystemStorage writes Flink's
+//     layout <dir>/<job>/chk-<n>/_metadata, <dir>/<job>/shared/,
+//     <dir>/<job>/taskowned/ (savepoints in <dir>/<job>/savepoint-<job>-<n>/),
+//     keeps the last k completed checkpoints, deletes subsumed ones and the
+//     shared files no retained checkpoint uses, and keeps savepoints until
+//     DiscardSavepoint. Every file is written to a temporary name, synced and
+//     renamed, and carries a CRC32C (in its handle, and per key-group block
+//     inside full snapshots).
 //   - CheckpointMetadata: a completed checkpoint: per operator, per subtask,
 //     the keyed handle and the operator state snapshot.
 //
