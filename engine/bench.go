@@ -197,31 +197,67 @@ func MeasureBarePipeline(ctx context.Context, parallelism, keys int, warmup, win
 	return Throughput{Records: r1 - r0, Elapsed: el, PerSecond: float64(r1-r0) / el.Seconds()}, nil
 }
 
-// MeasureBarePebble is the Pebble baseline: one goroutine doing Get+Set of
-// an 8-byte count per record (keys laid out as the pebble backend lays them
-// out) with the WAL off, as Flink runs RocksDB.
-func MeasureBarePebble(ctx context.Context, dir string, keys int, warmup, window time.Duration) (Throughput, error) {
+// MeasureBarePebble is the Pebble baseline: parallelism goroutines, each
+// with its own Pebble DB (WAL off, as Flink runs RocksDB), doing Get+Set of
+// an 8-byte count per record for the keys the engine's subtask of the same
+// index would own, laid out as the pebble backend lays them out.
+func MeasureBarePebble(ctx context.Context, dir string, parallelism, keys int, warmup, window time.Duration) (Throughput, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var counted atomic.Int64
+	errs := make(chan error, parallelism)
+	var wg sync.WaitGroup
+	for i := range parallelism {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs <- barePebbleLoop(ctx, filepath.Join(dir, fmt.Sprintf("bare-pebble-%d", i)), i, parallelism, keys, &counted)
+		}(i)
+	}
+	res, err := func() (Throughput, error) {
+		if err := sleepCtx(ctx, warmup); err != nil {
+			return Throughput{}, err
+		}
+		r0, t0 := counted.Load(), time.Now()
+		if err := sleepCtx(ctx, window); err != nil {
+			return Throughput{}, err
+		}
+		r1, el := counted.Load(), time.Since(t0)
+		return Throughput{Records: r1 - r0, Elapsed: el, PerSecond: float64(r1-r0) / el.Seconds()}, nil
+	}()
+	cancel()
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	return res, err
+}
+
+func barePebbleLoop(ctx context.Context, path string, index, parallelism, keys int, counted *atomic.Int64) error {
 	const maxPar = 128
-	path := filepath.Join(dir, "bare-pebble")
 	db, err := pebble.Open(path, &pebble.Options{DisableWAL: true, Logger: silentPebbleLogger{}})
 	if err != nil {
-		return Throughput{}, fmt.Errorf("open bare pebble: %w", err)
+		return fmt.Errorf("open bare pebble: %w", err)
 	}
 	defer func() { _ = db.Close(); _ = os.RemoveAll(path) }()
 	tp := newTopic("bare", 1, operatorOptions{Partitions: 1, Generator: GeneratorKeys, Keys: keys, Records: 1 << 50})
 	var key []byte
 	val := make([]byte, 8)
-	var n int64
 	in := make([]Record, 0, 64)
 	off := int64(0)
-	start := time.Now()
-	var r0 int64
-	var t0 time.Time
-	for {
+	for ctx.Err() == nil {
 		in = tp.read(in[:0], 0, off, 64)
 		off += int64(len(in))
+		n := 0
 		for _, r := range in {
 			kg := rescale.KeyGroupForString(r.Key, maxPar)
+			if rescale.OperatorIndexForKeyGroup(maxPar, parallelism, kg) != index {
+				continue
+			}
+			n++
 			key = binary.BigEndian.AppendUint16(key[:0], uint16(kg))
 			key = binary.BigEndian.AppendUint16(key, 1)
 			key = binary.AppendUvarint(key, uint64(len(r.Key)))
@@ -232,26 +268,16 @@ func MeasureBarePebble(ctx context.Context, dir string, keys int, warmup, window
 				cur = binary.BigEndian.Uint64(v)
 				_ = closer.Close()
 			} else if err != pebble.ErrNotFound {
-				return Throughput{}, err
+				return err
 			}
 			binary.BigEndian.PutUint64(val, cur+1)
 			if err := db.Set(key, val, pebble.NoSync); err != nil {
-				return Throughput{}, err
+				return err
 			}
 		}
-		n += int64(len(in))
-		el := time.Since(start)
-		if t0.IsZero() && el >= warmup {
-			r0, t0 = n, time.Now()
-		}
-		if !t0.IsZero() && time.Since(t0) >= window {
-			d := time.Since(t0)
-			return Throughput{Records: n - r0, Elapsed: d, PerSecond: float64(n-r0) / d.Seconds()}, nil
-		}
-		if ctx.Err() != nil {
-			return Throughput{}, ctx.Err()
-		}
+		counted.Add(int64(n))
 	}
+	return nil
 }
 
 type silentPebbleLogger struct{}

@@ -24,9 +24,55 @@ const (
 type sinkStore struct {
 	mu        sync.Mutex
 	committed []Record
-	txns      map[string]*txn
-	order     []string
-	seq       int
+	// total counts committed records; committed keeps at most
+	// maxKeptOutput of them (a long Live run would otherwise grow without
+	// bound), and overflow records that some were not kept.
+	total    int
+	overflow bool
+	txns     map[string]*txn
+	order    []string
+	seq      int
+}
+
+// maxKeptOutput bounds the committed records a sink store keeps for the
+// ground-truth comparison and views (about 48 MiB).
+const maxKeptOutput = 1 << 20
+
+// maxKeptTxns bounds the finished transactions kept for views.
+const maxKeptTxns = 256
+
+func (s *sinkStore) keep(recs []Record) {
+	s.total += len(recs)
+	if room := maxKeptOutput - len(s.committed); room < len(recs) {
+		s.overflow = true
+		recs = recs[:max(0, room)]
+	}
+	s.committed = append(s.committed, recs...)
+}
+
+// prune forgets the oldest finished transactions beyond maxKeptTxns.
+func (s *sinkStore) prune() {
+	if len(s.order) <= 2*maxKeptTxns {
+		return
+	}
+	keep := s.order[:0]
+	finished := 0
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if t := s.txns[s.order[i]]; t.status == TxnCommitted || t.status == TxnAborted {
+			finished++
+		}
+	}
+	drop := finished - maxKeptTxns
+	for _, id := range s.order {
+		t := s.txns[id]
+		if drop > 0 && (t.status == TxnCommitted || t.status == TxnAborted) {
+			delete(s.txns, id)
+			drop--
+			continue
+		}
+		keep = append(keep, id)
+	}
+	s.order = keep
 }
 
 type txn struct {
@@ -34,7 +80,8 @@ type txn struct {
 	task       string
 	checkpoint int64
 	status     string
-	recs       []Record
+	recs       []Record // dropped once the transaction is finished
+	n          int
 }
 
 func newSinkStore() *sinkStore { return &sinkStore{txns: map[string]*txn{}} }
@@ -42,7 +89,7 @@ func newSinkStore() *sinkStore { return &sinkStore{txns: map[string]*txn{}} }
 // writeCommitted is the at-least-once path: visible at once.
 func (s *sinkStore) writeCommitted(recs []Record) {
 	s.mu.Lock()
-	s.committed = append(s.committed, recs...)
+	s.keep(recs)
 	s.mu.Unlock()
 }
 
@@ -53,6 +100,7 @@ func (s *sinkStore) begin(task string, attempt int) string {
 	id := fmt.Sprintf("%s@%d-%d", task, attempt, s.seq)
 	s.txns[id] = &txn{id: id, task: task, status: TxnOpen}
 	s.order = append(s.order, id)
+	s.prune()
 	return id
 }
 
@@ -60,6 +108,7 @@ func (s *sinkStore) write(id string, recs []Record) {
 	s.mu.Lock()
 	if t := s.txns[id]; t != nil && t.status == TxnOpen {
 		t.recs = append(t.recs, recs...)
+		t.n += len(recs)
 	}
 	s.mu.Unlock()
 }
@@ -72,7 +121,7 @@ func (s *sinkStore) prepare(id string, checkpoint int64) int {
 		return 0
 	}
 	t.status, t.checkpoint = TxnPrepared, checkpoint
-	return len(t.recs)
+	return t.n
 }
 
 // commit makes a prepared transaction's records visible; committing twice
@@ -85,8 +134,9 @@ func (s *sinkStore) commit(id string) (int, bool) {
 		return 0, false
 	}
 	t.status = TxnCommitted
-	s.committed = append(s.committed, t.recs...)
-	return len(t.recs), true
+	s.keep(t.recs)
+	t.recs = nil
+	return t.n, true
 }
 
 // abortAfterRestore aborts every open transaction and every prepared one
@@ -100,8 +150,9 @@ func (s *sinkStore) abortAfterRestore(keep map[string]bool) []Event {
 		t := s.txns[id]
 		if t.status == TxnOpen || (t.status == TxnPrepared && !keep[id]) {
 			t.status = TxnAborted
-			evs = append(evs, Event{Kind: EvTxnAborted, Transaction: id, Task: t.task, Records: len(t.recs),
-				Message: fmt.Sprintf("transaction %s was aborted; its %d records will be written again after the restore", id, len(t.recs))})
+			t.recs = nil
+			evs = append(evs, Event{Kind: EvTxnAborted, Transaction: id, Task: t.task, Records: t.n,
+				Message: fmt.Sprintf("transaction %s was aborted; its %d records will be written again after the restore", id, t.n)})
 		}
 	}
 	return evs
@@ -119,7 +170,7 @@ func (s *sinkStore) view(withRecords bool) (committed []Record, txns []Transacti
 		if t.status == TxnCommitted {
 			continue
 		}
-		txns = append(txns, TransactionView{ID: t.id, Task: t.task, Checkpoint: t.checkpoint, Status: t.status, Records: len(t.recs)})
+		txns = append(txns, TransactionView{ID: t.id, Task: t.task, Checkpoint: t.checkpoint, Status: t.status, Records: t.n})
 	}
 	return committed, txns
 }
@@ -127,7 +178,13 @@ func (s *sinkStore) view(withRecords bool) (committed []Record, txns []Transacti
 func (s *sinkStore) committedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.committed)
+	return s.total
+}
+
+func (s *sinkStore) overflowed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overflow
 }
 
 // openOrPrepared reports whether any transaction still waits for a commit.
@@ -136,7 +193,7 @@ func (s *sinkStore) pendingTxns() int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, t := range s.txns {
-		if t.status == TxnPrepared || (t.status == TxnOpen && len(t.recs) > 0) {
+		if t.status == TxnPrepared || (t.status == TxnOpen && t.n > 0) {
 			n++
 		}
 	}

@@ -12,8 +12,10 @@ type Comparison struct {
 	Sink      string `json:"sink"`
 	Semantics string `json:"semantics"`
 	// Supported is false when the job has no well-defined ground truth (a
-	// broadcast-filter's result depends on when rules arrive).
+	// broadcast-filter's result depends on when rules arrive) or the input
+	// or output is too large to keep (Reason says which).
 	Supported bool   `json:"supported"`
+	Reason    string `json:"reason,omitempty"`
 	Mode      string `json:"mode"` // "exact": every output record counted; "final": last value per key
 	Keys      int    `json:"keys"`
 	// Records is the number of source records the truth was computed from.
@@ -60,6 +62,7 @@ type outKey struct {
 // truth is the expected output of one sink.
 type truth struct {
 	supported bool
+	reason    string
 	final     bool // compare the last value per key (sums)
 	exact     map[outKey]int
 	finals    map[string]int64
@@ -86,10 +89,14 @@ func (c *core) compareSink(id string) (Comparison, error) {
 	o, _ := c.spec.Operator(id)
 	opts, _ := parseOptions(o)
 	tr := c.groundTruth(id)
-	committed, _ := c.sinks[id].view(true)
-	cmp := Comparison{Sink: id, Semantics: opts.Semantics, Supported: tr.supported, Records: tr.records,
-		Committed: len(committed), Duplicates: []Diff{}, Losses: []Diff{}, Unexpected: []Diff{}}
-	if !tr.supported {
+	store := c.sinks[id]
+	committed, _ := store.view(true)
+	cmp := Comparison{Sink: id, Semantics: opts.Semantics, Supported: tr.supported, Reason: tr.reason, Records: tr.records,
+		Committed: store.committedCount(), Duplicates: []Diff{}, Losses: []Diff{}, Unexpected: []Diff{}}
+	if tr.supported && store.overflowed() {
+		cmp.Supported, cmp.Reason = false, fmt.Sprintf("the sink committed more than %d records; StateLab keeps that many for comparison", maxKeptOutput)
+	}
+	if !cmp.Supported {
 		cmp.Mode = "none"
 		return cmp, nil
 	}
@@ -162,6 +169,9 @@ func sortDiffs(d []Diff) {
 	})
 }
 
+// maxTruthRecords bounds the source records the ground truth is computed from.
+const maxTruthRecords = 5_000_000
+
 // groundTruth evaluates the job graph once, sequentially, over every record
 // of every source topic: what the sink would receive if nothing failed.
 func (c *core) groundTruth(sink string) truth {
@@ -174,6 +184,9 @@ func (c *core) groundTruth(sink string) truth {
 	}
 	if cached, ok := c.truthCache[sink]; ok && cached.records == size {
 		return cached
+	}
+	if size > maxTruthRecords {
+		return truth{records: size, reason: fmt.Sprintf("the sources hold %d records; StateLab computes the ground truth for at most %d", size, maxTruthRecords)}
 	}
 	tr := c.evalTruth(sink)
 	if c.truthCache == nil {
@@ -266,6 +279,7 @@ func (c *core) evalTruth(sink string) truth {
 			}
 		case KindBroadcastFilter:
 			tr.supported = false
+			tr.reason = "a broadcast-filter's output depends on when its rules arrive"
 		case KindSink:
 			if o.ID == sink {
 				if !tr.final {
