@@ -43,6 +43,55 @@ type heapKeyGroup struct {
 type heapTable struct {
 	values map[string][]byte            // value, list and reducing state
 	maps   map[string]map[string][]byte // map state: key -> user key -> value
+
+	// Snapshots write keys in byte order, so that a snapshot is the same
+	// bytes on every run and on both backends. Sorting every key at every
+	// checkpoint would dominate its cost, so the order is kept: sorted holds
+	// the keys as of the last snapshot (some may since have been removed),
+	// added the keys inserted after it; the next snapshot merges them.
+	sorted []string
+	added  []string
+}
+
+// insertKey stores a new key's string once, for the map and for the order.
+func (t *heapTable) insertKey(k string) string {
+	t.added = append(t.added, k)
+	return k
+}
+
+// orderedKeys returns the table's keys in byte order.
+func (t *heapTable) orderedKeys() []string {
+	n := len(t.values) + len(t.maps)
+	if len(t.added) == 0 && len(t.sorted) == n {
+		return t.sorted
+	}
+	has := func(k string) bool {
+		if t.maps != nil {
+			_, ok := t.maps[k]
+			return ok
+		}
+		_, ok := t.values[k]
+		return ok
+	}
+	slices.Sort(t.added)
+	merged := make([]string, 0, n)
+	i, j := 0, 0
+	for i < len(t.sorted) || j < len(t.added) {
+		var k string
+		if j == len(t.added) || (i < len(t.sorted) && t.sorted[i] <= t.added[j]) {
+			k = t.sorted[i]
+			i++
+		} else {
+			k = t.added[j]
+			j++
+		}
+		// A key removed and inserted again appears twice; a removed one not at all.
+		if (len(merged) == 0 || merged[len(merged)-1] != k) && has(k) {
+			merged = append(merged, k)
+		}
+	}
+	t.sorted, t.added = merged, nil
+	return merged
 }
 
 var _ rawBackend = (*heapBackend)(nil)
@@ -173,13 +222,18 @@ func (b *heapBackend) put(id stateID, userKey, value []byte) error {
 		m := t.maps[string(b.key)]
 		if m == nil {
 			m = map[string][]byte{}
-			t.maps[string(b.key)] = m
+			t.maps[t.insertKey(string(b.key))] = m
 		}
 		m[string(userKey)] = bytes.Clone(value)
 		return nil
 	}
-	v := append(t.values[string(b.key)][:0], value...)
-	t.values[string(b.key)] = v
+	old, ok := t.values[string(b.key)]
+	v := append(old[:0], value...)
+	if ok {
+		t.values[string(b.key)] = v
+	} else {
+		t.values[t.insertKey(string(b.key))] = v
+	}
 	b.cacheID, b.cacheVal, b.cacheValid = id, v, true
 	return nil
 }
@@ -190,7 +244,12 @@ func (b *heapBackend) appendValue(id stateID, value []byte) error {
 		return err
 	}
 	b.cacheValid = false
-	t.values[string(b.key)] = append(t.values[string(b.key)], value...)
+	old, ok := t.values[string(b.key)]
+	if ok {
+		t.values[string(b.key)] = append(old, value...)
+	} else {
+		t.values[t.insertKey(string(b.key))] = append([]byte{}, value...)
+	}
 	return nil
 }
 
@@ -273,7 +332,7 @@ func (b *heapBackend) forEach(kgi int, fn func(id stateID, key, userKey, value [
 			continue
 		}
 		if t.maps != nil {
-			for _, k := range slices.Sorted(maps.Keys(t.maps)) {
+			for _, k := range t.orderedKeys() {
 				m := t.maps[k]
 				for _, uk := range slices.Sorted(maps.Keys(m)) {
 					if err := fn(stateID(id), stringBytes(k), stringBytes(uk), m[uk]); err != nil {
@@ -283,7 +342,7 @@ func (b *heapBackend) forEach(kgi int, fn func(id stateID, key, userKey, value [
 			}
 			continue
 		}
-		for _, k := range slices.Sorted(maps.Keys(t.values)) {
+		for _, k := range t.orderedKeys() {
 			if err := fn(stateID(id), stringBytes(k), nil, t.values[k]); err != nil {
 				return err
 			}
@@ -445,12 +504,12 @@ func restoreHeapBackend(cfg KeyedBackendConfig, storage CheckpointStorage, handl
 				m := t.maps[string(e.key)]
 				if m == nil {
 					m = map[string][]byte{}
-					t.maps[blockString(e.key)] = m
+					t.maps[t.insertKey(blockString(e.key))] = m
 				}
 				m[blockString(e.userKey)] = blockValue(e.value)
 				return nil
 			}
-			t.values[blockString(e.key)] = blockValue(e.value)
+			t.values[t.insertKey(blockString(e.key))] = blockValue(e.value)
 			return nil
 		})
 		read += n
