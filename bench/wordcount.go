@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 	"os"
 
 	"github.com/statelab/statelab/rescale"
@@ -17,19 +20,35 @@ type EngineRun struct {
 	MaxParallelism int
 	// Dir is a scratch directory for Pebble and checkpoints.
 	Dir string
+	// Truth is Count(Words): the run checks its output against it.
+	Truth map[string]int64
+}
+
+// EngineResult is one checked engine run.
+type EngineResult struct {
+	Elapsed time.Duration
+	// Verified says how the output was checked; StateChecked is true when
+	// every key's ValueState was read back and compared.
+	Verified     string
+	StateChecked bool
 }
 
 // engineWordCount runs StateLab's word count on the engine's Live driver and
 // returns what the sink received; nil while the Live driver is not there.
-var engineWordCount func(ctx context.Context, run EngineRun) (CountResult, error)
+var engineWordCount func(ctx context.Context, run EngineRun) (EngineResult, error)
 
 // EngineAvailable reports whether the engine cases can run.
 func EngineAvailable() bool { return engineWordCount != nil }
 
-// RunEngineWordCount runs the engine's word count (Live driver) over words.
-func RunEngineWordCount(ctx context.Context, run EngineRun) (CountResult, error) {
+// RunEngineWordCount runs the engine's word count (Live driver) over
+// run.Words and checks its output against run.Truth (Count(run.Words) when
+// nil); a wrong count is an error.
+func RunEngineWordCount(ctx context.Context, run EngineRun) (EngineResult, error) {
 	if engineWordCount == nil {
-		return CountResult{}, ErrNoEngine
+		return EngineResult{}, ErrNoEngine
+	}
+	if run.Truth == nil {
+		run.Truth = Count(run.Words)
 	}
 	return engineWordCount(ctx, run)
 }
@@ -43,6 +62,12 @@ func (r *runner) wordCount(ctx context.Context) error {
 		r.note("wordcount: %v yet, so the engine cases were skipped; the bare pipeline alone is not a case", ErrNoEngine)
 		return nil
 	}
+	uncheckedState := map[string]bool{}
+	defer func() {
+		for _, name := range slices.Sorted(maps.Keys(uncheckedState)) {
+			r.note("wordcount: %s was checked by the engine's sink comparison only: the state inspector did not answer within its 2 s limit", name)
+		}
+	}()
 	for _, p := range r.sizes.Parallelisms {
 		maxP := rescale.DefaultMaxParallelism(p)
 		engineTrial := func(kind state.BackendKind) Trial {
@@ -50,12 +75,12 @@ func (r *runner) wordCount(ctx context.Context) error {
 			return Trial{Name: name, Run: func() (float64, error) {
 				dir := r.scratch("engine")
 				defer os.RemoveAll(dir)
-				res, err := RunEngineWordCount(ctx, EngineRun{Words: words, Backend: kind, Parallelism: p, MaxParallelism: maxP, Dir: dir})
+				res, err := RunEngineWordCount(ctx, EngineRun{Words: words, Backend: kind, Parallelism: p, MaxParallelism: maxP, Dir: dir, Truth: truth})
 				if err != nil {
-					return 0, err
-				}
-				if err := DiffCounts(res.Counts, truth); err != nil {
 					return 0, fmt.Errorf("%s: %w", name, err)
+				}
+				if !res.StateChecked {
+					uncheckedState[name] = true
 				}
 				return Rate(len(words), res.Elapsed), nil
 			}}

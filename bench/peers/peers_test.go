@@ -58,6 +58,15 @@ func TestRunPrintsJSONWithRatios(t *testing.T) {
 		assert.Positive(t, s.RecordsPerSecond)
 	}
 	assert.Equal(t, []string{"bare-batched", "go-streams"}, names, "--only picks systems, in their own order")
+
+	out.Reset()
+	code = run(context.Background(), []string{"--records", "2000", "--keys", "50", "--rounds", "1", "--only", "go-streams,statelab-memory", "--json"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	require.Len(t, rep.Ratios, 1)
+	assert.Equal(t, "statelab-memory", rep.Ratios[0].StateLab)
+	assert.Equal(t, "go-streams", rep.Ratios[0].Peer)
+	assert.Positive(t, rep.Ratios[0].Ratio)
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {
