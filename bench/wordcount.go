@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"time"
-	"os"
 
 	"github.com/statelab/statelab/rescale"
 	"github.com/statelab/statelab/state"
