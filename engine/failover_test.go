@@ -229,7 +229,7 @@ func TestRestoreFallsBackPastCorruptCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	var victim string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "keyed") {
+		if strings.HasPrefix(e.Name(), "count") {
 			victim = filepath.Join(chk, e.Name())
 		}
 	}

@@ -601,7 +601,7 @@ func (t *subtask) open(r *restoreSpec) error {
 	if eo.keyed() {
 		kg := eo.keyGroupRange(t.index)
 		info.KeyGroups = &kg
-		cfg := state.KeyedBackendConfig{Kind: t.c.backendKind(), MaxParallelism: eo.maxPar, KeyGroupRange: kg,
+		cfg := state.KeyedBackendConfig{Kind: t.c.backendKind(), Name: t.name, MaxParallelism: eo.maxPar, KeyGroupRange: kg,
 			Incremental: t.c.spec.Checkpointing.Incremental, Logger: t.c.logger,
 			KeyRenderer: func(b []byte) string { return string(b) }}
 		if cfg.Kind == state.Pebble {
@@ -624,11 +624,12 @@ func (t *subtask) open(r *restoreSpec) error {
 	} else {
 		t.opBackend = state.NewOperatorBackend()
 	}
+	// What was restored, before the operator rewrites its operator state.
+	if r != nil && len(t.opBackend.Entries()) > 0 {
+		info.OperatorState = operatorStateStrings(t.opBackend)
+	}
 	if err := t.fn.open(t, r, info); err != nil {
 		return err
-	}
-	if len(t.opBackend.Entries()) > 0 {
-		info.OperatorState = operatorStateStrings(t.opBackend)
 	}
 	t.restoreInfo = info
 	msg := fmt.Sprintf("%s started with empty state", t.name)

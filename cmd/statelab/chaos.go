@@ -36,6 +36,10 @@ func runChaos(ctx context.Context, args []string, io IO) int {
 		code, _ := usageError(io, fs.Name(), "--seed is required (any integer; the same seed gives the same run with --driver step)")
 		return code
 	}
+	if *records < 1 {
+		code, _ := usageError(io, fs.Name(), "--records must be at least 1")
+		return code
+	}
 	cfg := engine.ChaosConfig{Seed: *seed, Records: *records, Crashes: *crashes, Rescales: *rescales,
 		Backend: engine.Backend(*backend), Driver: *driver, Sink: *sink}
 	if *trace && !*asJSON {
