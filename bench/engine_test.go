@@ -21,6 +21,11 @@ func TestEngineWordCountCountsLikeTheGroundTruth(t *testing.T) {
 			require.NoError(t, err, "%s p=%d", kind, p)
 			assert.True(t, res.StateChecked, "a small state answers the inspector")
 			assert.Positive(t, res.Elapsed)
+
+			res, err = RunEngineWordCount(context.Background(), EngineRun{Words: words, Backend: kind, Parallelism: p,
+				MaxParallelism: rescale.DefaultMaxParallelism(p), Dir: t.TempDir(), Truth: truth, Light: true})
+			require.NoError(t, err, "%s p=%d light", kind, p)
+			assert.True(t, res.StateChecked)
 		}
 	}
 }
@@ -29,7 +34,9 @@ func TestEngineWordCountFailsOnAWrongTruth(t *testing.T) {
 	words := Workload{Seed: 2, Records: 500, Keys: 20}.Words()
 	truth := Count(words)
 	truth[words[0]]++ // one count too many: the check must catch it
-	_, err := RunEngineWordCount(context.Background(), EngineRun{Words: words, Backend: state.Memory, Parallelism: 1,
-		MaxParallelism: 128, Dir: t.TempDir(), Truth: truth})
-	assert.ErrorContains(t, err, "word count")
+	for _, light := range []bool{false, true} {
+		_, err := RunEngineWordCount(context.Background(), EngineRun{Words: words, Backend: state.Memory, Parallelism: 1,
+			MaxParallelism: 128, Dir: t.TempDir(), Truth: truth, Light: light})
+		assert.ErrorContains(t, err, "word count", "light %v", light)
+	}
 }
