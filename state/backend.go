@@ -136,8 +136,15 @@ type KeyedBackend interface {
 	Metrics() (BackendMetrics, error)
 
 	// Snapshot writes the state to storage and returns its handle. It is
-	// synchronous: the handle is durable when it returns.
+	// synchronous: the handle is durable when it returns. It is
+	// StartSnapshot followed by Finish.
 	Snapshot(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error)
+	// StartSnapshot does the synchronous part of a snapshot (call it at the
+	// barrier, before the next record) and returns the asynchronous part.
+	// Memory backends do all the work here; pebble takes a Pebble snapshot
+	// (full) or flushes and takes a local Pebble checkpoint (incremental) and
+	// leaves the writing and uploading to Finish.
+	StartSnapshot(target SnapshotTarget, storage CheckpointStorage) (AsyncSnapshot, error)
 	// NotifyCheckpointComplete and NotifyCheckpointAborted tell the backend
 	// the fate of a checkpoint, so incremental snapshots only build on
 	// completed ones.

@@ -487,3 +487,75 @@ func TestContractRandomOpsAgreeAcrossBackends(t *testing.T) {
 		assert.Equal(t, crcs[0], crcs[1], "round %d: both backends write the same bytes", round)
 	}
 }
+
+// TestContractAsyncSnapshotSeesTheBarrier: records processed while Finish
+// runs on another goroutine do not leak into the snapshot.
+func TestContractAsyncSnapshotSeesTheBarrier(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, kind BackendKind) {
+		for _, incremental := range []bool{false, true} {
+			t.Run(fmt.Sprint("incremental=", incremental), func(t *testing.T) {
+				s := newTestStorage(t, FileSystemStorage)
+				cfg := testConfig(t, kind, 128, fullRange)
+				cfg.Incremental = incremental
+				b, err := NewKeyedBackend(cfg)
+				require.NoError(t, err)
+				defer b.Close()
+				fill(t, []KeyedBackend{b}, 300) // count[k_i] = i
+				a, err := b.StartSnapshot(SnapshotTarget{CheckpointID: 1}, s)
+				require.NoError(t, err)
+				type result struct {
+					h   *KeyedStateHandle
+					err error
+				}
+				done := make(chan result)
+				go func() {
+					h, err := a.Finish()
+					done <- result{h, err}
+				}()
+				changeKeys(t, b, 0, 300, -7) // after the barrier
+				res := <-done
+				require.NoError(t, res.err)
+				_, err = a.Finish()
+				assert.ErrorIs(t, err, ErrSnapshotDone)
+
+				r, err := RestoreKeyedBackend(testConfig(t, kind, 128, fullRange), s, []*KeyedStateHandle{res.h})
+				require.NoError(t, err)
+				defer r.Close()
+				cnt, _ := Value(r, "count", Int64Codec)
+				for _, i := range []int{0, 150, 299} {
+					setKey(t, r, fmt.Sprintf("k%d", i))
+					v, _, err := cnt.Value()
+					require.NoError(t, err)
+					assert.Equal(t, int64(i), v, "k%d holds its value at the barrier", i)
+				}
+			})
+		}
+	})
+}
+
+// TestContractCloseCancelsPendingSnapshots: a snapshot started but never
+// finished does not keep the backend from closing, and cannot finish after.
+func TestContractCloseCancelsPendingSnapshots(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, kind BackendKind) {
+		cfg := testConfig(t, kind, 128, fullRange)
+		cfg.Incremental = kind == Pebble
+		b, err := NewKeyedBackend(cfg)
+		require.NoError(t, err)
+		fill(t, []KeyedBackend{b}, 50)
+		s := newTestStorage(t, JobManagerStorage)
+		a1, err := b.StartSnapshot(SnapshotTarget{CheckpointID: 1}, s)
+		require.NoError(t, err)
+		a2, err := b.StartSnapshot(SnapshotTarget{CheckpointID: 2}, s)
+		require.NoError(t, err)
+		a2.Cancel()
+		_, err = a2.Finish()
+		assert.ErrorIs(t, err, ErrSnapshotDone)
+		require.NoError(t, b.Close())
+		if kind == Pebble {
+			_, err = a1.Finish()
+			assert.ErrorIs(t, err, ErrSnapshotDone)
+			left, _ := filepath.Glob(filepath.Join(cfg.Dir, "chk-*"))
+			assert.Empty(t, left, "local checkpoints of cancelled snapshots are removed")
+		}
+	})
+}

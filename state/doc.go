@@ -58,10 +58,13 @@
 //  3. Before each record, call SetCurrentKey(serialized key, key group). The
 //     key group must lie in the backend's range (compute it with rescale,
 //     e.g. rescale.KeyGroupForString). Handles read and write that key only.
-//  4. At a checkpoint barrier, call Snapshot(target, storage) synchronously
-//     before processing the next record; it returns a KeyedStateHandle that
-//     is already durable in storage (memory: serialised at once; pebble:
-//     flush + Pebble Checkpoint, then upload).
+//  4. At a checkpoint barrier, before processing the next record, call
+//     Snapshot(target, storage): it returns a KeyedStateHandle already
+//     durable in storage. Or split it as Flink does: StartSnapshot at the
+//     barrier (memory: serialises everything; pebble: a Pebble snapshot, or
+//     flush + local Pebble checkpoint when incremental), then Finish on any
+//     goroutine while records flow (pebble: writes or uploads the files).
+//     Call Finish or Cancel exactly once; Close cancels what was not started.
 //  5. When the coordinator completes or aborts checkpoint n, call
 //     NotifyCheckpointComplete(n) / NotifyCheckpointAborted(n): an
 //     incremental snapshot only reuses files of checkpoints confirmed this way.

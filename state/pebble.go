@@ -9,10 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -46,14 +48,18 @@ type pebbleBackend struct {
 	vbuf   []byte // copy of the last value read
 	closed bool
 
-	// Incremental snapshots: the SST files of each snapshot taken (by
-	// checkpoint id) and of the last completed one, which the next snapshot
-	// may reference again instead of uploading (Flink's uploadedSstFiles).
+	seq int
+
+	// The asynchronous part of a snapshot runs on another goroutine; mu
+	// guards what it shares with the task: the SST files of each snapshot
+	// taken (by checkpoint id) and of the last completed one, which the next
+	// snapshot may reference again instead of uploading (Flink's
+	// uploadedSstFiles), and the metrics.
+	async        asyncSet
+	mu           sync.Mutex
 	pendingSST   map[int64]map[string]FileRef
 	confirmedSST map[string]FileRef
-	seq          int
-
-	metrics BackendMetrics
+	metrics      BackendMetrics
 }
 
 var _ rawBackend = (*pebbleBackend)(nil)
@@ -331,21 +337,29 @@ func decodeKey(k []byte, states []StateInfo) (decodedKey, error) {
 	return d, nil
 }
 
+// iterSource is a DB or a Pebble snapshot of it.
+type iterSource interface {
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
 // scan visits every entry in the key groups of r, in key order.
 func (b *pebbleBackend) scan(r rescale.KeyGroupRange, fn func(d decodedKey, value []byte) error) error {
 	if b.closed {
 		return ErrClosed
 	}
-	x := r.Intersection(b.cfg.KeyGroupRange)
+	return scanSource(b.db, b.states, r.Intersection(b.cfg.KeyGroupRange), fn)
+}
+
+func scanSource(src iterSource, states []StateInfo, x rescale.KeyGroupRange, fn func(d decodedKey, value []byte) error) error {
 	if x.Empty() {
 		return nil
 	}
-	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: kgPrefix(nil, x.Start), UpperBound: kgPrefix(nil, x.End+1)})
+	it, err := src.NewIter(&pebble.IterOptions{LowerBound: kgPrefix(nil, x.Start), UpperBound: kgPrefix(nil, x.End+1)})
 	if err != nil {
 		return err
 	}
 	for it.First(); it.Valid(); it.Next() {
-		d, err := decodeKey(it.Key(), b.states)
+		d, err := decodeKey(it.Key(), states)
 		if err != nil {
 			it.Close()
 			return err
@@ -411,7 +425,9 @@ func (b *pebbleBackend) Metrics() (BackendMetrics, error) {
 	if err != nil {
 		return BackendMetrics{}, err
 	}
+	b.mu.Lock()
 	m := b.metrics
+	b.mu.Unlock()
 	m.Keys, m.Bytes = 0, 0
 	for _, g := range kgm {
 		m.Keys += g.Keys
@@ -435,36 +451,77 @@ func dirSize(dir string) int64 {
 }
 
 func (b *pebbleBackend) Snapshot(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
+	a, err := b.StartSnapshot(target, storage)
+	if err != nil {
+		return nil, err
+	}
+	return a.Finish()
+}
+
+// StartSnapshot does at the barrier what must see exactly the state of the
+// barrier: for a full snapshot it takes a Pebble snapshot (a consistent
+// read view); for an incremental one it flushes the memtable and takes a
+// Pebble checkpoint (hard links) into a fresh local directory. Finish then
+// writes or uploads from those while records go on changing the DB.
+func (b *pebbleBackend) StartSnapshot(target SnapshotTarget, storage CheckpointStorage) (AsyncSnapshot, error) {
 	if b.closed {
 		return nil, ErrClosed
 	}
-	var h *KeyedStateHandle
-	var err error
+	var run func() (*KeyedStateHandle, error)
+	var release func()
 	if b.cfg.Incremental && !target.Savepoint {
-		h, err = b.snapshotIncremental(target, storage)
+		local, confirmed, err := b.checkpointLocally(target)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot checkpoint %d: %w", target.CheckpointID, err)
+		}
+		states := b.States()
+		run = func() (*KeyedStateHandle, error) {
+			defer os.RemoveAll(local)
+			return b.uploadIncremental(target, storage, local, confirmed, states)
+		}
+		release = func() { os.RemoveAll(local) }
 	} else {
-		h, err = b.snapshotFull(target, storage)
+		snap := b.db.NewSnapshot()
+		states := b.States()
+		run = func() (*KeyedStateHandle, error) {
+			defer snap.Close()
+			return b.writeFull(target, storage, snap, states)
+		}
+		release = func() { snap.Close() }
 	}
-	if err != nil {
-		return nil, fmt.Errorf("snapshot checkpoint %d: %w", target.CheckpointID, err)
-	}
-	b.metrics.LastCheckpointID = target.CheckpointID
-	b.metrics.LastCheckpointSize, b.metrics.LastCheckpointUploaded = h.StateSize, h.CheckpointedSize
-	b.metrics.LastCheckpointIncremental = h.Format == FormatIncremental
-	return h, nil
+	return b.async.start(func() (*KeyedStateHandle, error) {
+		h, err := run()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot checkpoint %d: %w", target.CheckpointID, err)
+		}
+		b.mu.Lock()
+		b.metrics.LastCheckpointID = target.CheckpointID
+		b.metrics.LastCheckpointSize, b.metrics.LastCheckpointUploaded = h.StateSize, h.CheckpointedSize
+		b.metrics.LastCheckpointIncremental = h.Format == FormatIncremental
+		b.mu.Unlock()
+		return h, nil
+	}, release), nil
 }
 
-// snapshotFull iterates the DB in key order, which is key-group order, and
-// writes the canonical full format; the bytes equal the memory backend's for
-// the same state.
+// snapshotFull writes a full snapshot of the current state at once (the
+// benchmarks use it to compare the two formats of one DB).
 func (b *pebbleBackend) snapshotFull(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
+	snap := b.db.NewSnapshot()
+	defer snap.Close()
+	return b.writeFull(target, storage, snap, b.States())
+}
+
+// writeFull iterates a read view in key order, which is key-group order,
+// and writes the canonical full format; the bytes equal the memory
+// backend's for the same state.
+func (b *pebbleBackend) writeFull(target SnapshotTarget, storage CheckpointStorage, src iterSource, states []StateInfo) (*KeyedStateHandle, error) {
 	fw, err := storage.CreateFile(target, Exclusive, snapshotFileName(b.cfg.Name, b.cfg.KeyGroupRange))
 	if err != nil {
 		return nil, err
 	}
-	w, err := newFullWriter(fw, b.cfg.MaxParallelism, b.cfg.KeyGroupRange, b.States())
+	w, err := newFullWriter(fw, b.cfg.MaxParallelism, b.cfg.KeyGroupRange, states)
 	if err == nil {
-		err = b.scan(b.cfg.KeyGroupRange, func(d decodedKey, v []byte) error {
+		err = scanSource(src, states, b.cfg.KeyGroupRange, func(d decodedKey, v []byte) error {
 			if err := w.beginKeyGroup(d.kg); err != nil {
 				return err
 			}
@@ -481,7 +538,7 @@ func (b *pebbleBackend) snapshotFull(target SnapshotTarget, storage CheckpointSt
 		return nil, err
 	}
 	return &KeyedStateHandle{Backend: Pebble, Format: FormatFull, CheckpointID: target.CheckpointID,
-		MaxParallelism: b.cfg.MaxParallelism, KeyGroupRange: b.cfg.KeyGroupRange, States: b.States(),
+		MaxParallelism: b.cfg.MaxParallelism, KeyGroupRange: b.cfg.KeyGroupRange, States: states,
 		File: &ref, Offsets: offsets, StateSize: ref.Size, CheckpointedSize: ref.Size}, nil
 }
 
@@ -489,31 +546,41 @@ func isSharedFile(name string) bool {
 	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
 }
 
-// snapshotIncremental is Flink's RocksIncrementalSnapshotStrategy: flush,
-// take a Pebble checkpoint (hard links) into a fresh local directory, upload
-// SST files the last completed checkpoint did not have to shared/, and the
-// small private files (MANIFEST, OPTIONS, markers) to the checkpoint's own
-// directory.
-func (b *pebbleBackend) snapshotIncremental(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
+// checkpointLocally is the synchronous half of Flink's
+// RocksIncrementalSnapshotStrategy: flush the memtable (the WAL is off) and
+// take a Pebble checkpoint into a fresh local directory. It returns the
+// directory and the SST files of the last completed checkpoint, which the
+// upload may reference instead of copying.
+func (b *pebbleBackend) checkpointLocally(target SnapshotTarget) (string, map[string]FileRef, error) {
 	// Without its directory Pebble retries a flush forever; say so instead.
 	if _, err := os.Stat(b.dbDir); err != nil {
-		return nil, fmt.Errorf("local directory of the pebble backend is gone (%w); restore from the last checkpoint", err)
+		return "", nil, fmt.Errorf("local directory of the pebble backend is gone (%w); restore from the last checkpoint", err)
 	}
 	if err := b.db.Flush(); err != nil {
-		return nil, fmt.Errorf("flush memtable: %w", err)
+		return "", nil, fmt.Errorf("flush memtable: %w", err)
 	}
 	b.seq++
 	local := filepath.Join(b.cfg.Dir, fmt.Sprintf("chk-%d.%d", target.CheckpointID, b.seq))
 	if err := b.db.Checkpoint(local, pebble.WithFlushedWAL()); err != nil {
-		return nil, fmt.Errorf("pebble checkpoint: %w", err)
+		return "", nil, fmt.Errorf("pebble checkpoint: %w", err)
 	}
-	defer os.RemoveAll(local)
+	b.mu.Lock()
+	confirmed := maps.Clone(b.confirmedSST)
+	b.mu.Unlock()
+	return local, confirmed, nil
+}
+
+// uploadIncremental is the asynchronous half: SST files the last completed
+// checkpoint did not have go to shared/, the others are referenced again;
+// the small private files (MANIFEST, OPTIONS, markers) go to the
+// checkpoint's own directory.
+func (b *pebbleBackend) uploadIncremental(target SnapshotTarget, storage CheckpointStorage, local string, confirmed map[string]FileRef, states []StateInfo) (*KeyedStateHandle, error) {
 	ents, err := os.ReadDir(local)
 	if err != nil {
 		return nil, err
 	}
 	h := &KeyedStateHandle{Backend: Pebble, Format: FormatIncremental, CheckpointID: target.CheckpointID,
-		MaxParallelism: b.cfg.MaxParallelism, KeyGroupRange: b.cfg.KeyGroupRange, States: b.States()}
+		MaxParallelism: b.cfg.MaxParallelism, KeyGroupRange: b.cfg.KeyGroupRange, States: states}
 	sst := map[string]FileRef{}
 	prefix := snapshotFileName(b.cfg.Name, b.cfg.KeyGroupRange)
 	prefix = strings.TrimSuffix(prefix, ".kgs") + "-"
@@ -523,7 +590,7 @@ func (b *pebbleBackend) snapshotIncremental(target SnapshotTarget, storage Check
 		}
 		name := e.Name()
 		if isSharedFile(name) {
-			if ref, ok := b.confirmedSST[name]; ok {
+			if ref, ok := confirmed[name]; ok {
 				if err := storage.ReferenceShared(target.CheckpointID, ref); err == nil {
 					h.SharedFiles = append(h.SharedFiles, SSTFile{LocalName: name, File: ref})
 					h.StateSize += ref.Size
@@ -549,7 +616,9 @@ func (b *pebbleBackend) snapshotIncremental(target SnapshotTarget, storage Check
 		h.StateSize += ref.Size
 		h.CheckpointedSize += ref.Size
 	}
+	b.mu.Lock()
 	b.pendingSST[target.CheckpointID] = sst
+	b.mu.Unlock()
 	return h, nil
 }
 
@@ -571,6 +640,8 @@ func uploadFile(storage CheckpointStorage, target SnapshotTarget, scope Scope, n
 }
 
 func (b *pebbleBackend) NotifyCheckpointComplete(id int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if sst, ok := b.pendingSST[id]; ok {
 		b.confirmedSST = sst
 	}
@@ -581,7 +652,11 @@ func (b *pebbleBackend) NotifyCheckpointComplete(id int64) {
 	}
 }
 
-func (b *pebbleBackend) NotifyCheckpointAborted(id int64) { delete(b.pendingSST, id) }
+func (b *pebbleBackend) NotifyCheckpointAborted(id int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.pendingSST, id)
+}
 
 // Close closes the DB. A node crash may have removed the directory already;
 // Close still releases everything and reports no error for that. (Close
@@ -592,6 +667,7 @@ func (b *pebbleBackend) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.async.closeAll() // cancel snapshots not started, wait for running ones
 	err := b.db.Close()
 	if _, statErr := os.Stat(b.cfg.Dir); errors.Is(statErr, fs.ErrNotExist) {
 		return nil
