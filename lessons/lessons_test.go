@@ -1,0 +1,55 @@
+package lessons
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEmbeddedCatalog(t *testing.T) {
+	c, err := Default()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(c.Lessons), 12)
+	for i, l := range c.Lessons {
+		assert.Equal(t, i+1, l.Number, "lessons are numbered 1, 2, 3 …")
+		for _, lang := range Langs {
+			require.Contains(t, l.Text, lang, l.Slug)
+			for _, st := range l.Steps {
+				require.Contains(t, st.Text, lang, "%s step %s", l.Slug, st.ID)
+				assert.NotEmpty(t, st.Text[lang].HintHTML, "%s step %s", l.Slug, st.ID)
+			}
+		}
+		// Written Chinese uses Flink's terms, never the machine-translation
+		// traps for "state" and "task".
+		for _, st := range l.Steps {
+			zh := st.Text[ZH].Body + st.Text[ZH].Hint
+			assert.NotContains(t, zh, "国家", "%s step %s", l.Slug, st.ID)
+			assert.NotContains(t, zh, "义务", "%s step %s", l.Slug, st.ID)
+		}
+		assert.NotContains(t, l.Text[ZH].Intro, "国家", l.Slug)
+	}
+	prev, next := c.Neighbours(c.Lessons[0].Slug)
+	assert.Nil(t, prev)
+	assert.Equal(t, c.Lessons[1], next)
+	assert.True(t, strings.Contains(c.Glossary[EN].HTML, "EmbeddedRocksDBStateBackend"))
+	assert.True(t, strings.Contains(c.Glossary[ZH].HTML, "键组"))
+}
+
+// Every embedded lesson plays through on the engine: the check CI runs.
+func TestEmbeddedLessonsPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays every lesson on the engine")
+	}
+	c, err := Default()
+	require.NoError(t, err)
+	for _, l := range c.Lessons {
+		t.Run(l.Slug, func(t *testing.T) {
+			rep, err := l.Run(context.Background(), RunOptions{Dir: t.TempDir()})
+			require.NoError(t, err)
+			assert.Len(t, rep.Steps, len(l.Steps))
+		})
+	}
+}

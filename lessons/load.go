@@ -1,0 +1,419 @@
+package lessons
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/statelab/statelab/engine"
+)
+
+//go:embed content
+var embedded embed.FS
+
+// Catalog is every lesson, in order, and the glossary.
+type Catalog struct {
+	Lessons []*Lesson
+	// Glossary is the glossary page per language.
+	Glossary map[Lang]*Page
+}
+
+// Page is a Markdown page with front matter (the glossary).
+type Page struct {
+	Title    string
+	Summary  string
+	Markdown string
+	HTML     string
+}
+
+// Lesson returns the lesson with the given slug.
+func (c *Catalog) Lesson(slug string) (*Lesson, bool) {
+	for _, l := range c.Lessons {
+		if l.Slug == slug {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// Neighbours returns the lessons before and after slug (nil at the ends).
+func (c *Catalog) Neighbours(slug string) (prev, next *Lesson) {
+	for i, l := range c.Lessons {
+		if l.Slug == slug {
+			if i > 0 {
+				prev = c.Lessons[i-1]
+			}
+			if i+1 < len(c.Lessons) {
+				next = c.Lessons[i+1]
+			}
+		}
+	}
+	return prev, next
+}
+
+var (
+	defaultOnce    sync.Once
+	defaultCatalog *Catalog
+	defaultErr     error
+)
+
+// Default returns the embedded lessons, loaded and linted once.
+func Default() (*Catalog, error) {
+	defaultOnce.Do(func() {
+		sub, err := fs.Sub(embedded, "content")
+		if err != nil {
+			defaultErr = fmt.Errorf("open embedded lessons: %w", err)
+			return
+		}
+		defaultCatalog, defaultErr = Load(sub)
+	})
+	return defaultCatalog, defaultErr
+}
+
+// Problem is one defect the lint found.
+type Problem struct {
+	Lesson string // slug, or "" for the content folder
+	File   string
+	Step   string // step id, when the problem is in a step
+	Msg    string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Lesson != "" {
+		b.WriteString("lesson " + p.Lesson)
+	}
+	if p.File != "" {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.File)
+	}
+	if p.Step != "" {
+		b.WriteString(", step " + p.Step)
+	}
+	b.WriteString(": " + p.Msg)
+	return b.String()
+}
+
+// LintError lists every problem found while loading lessons.
+type LintError struct{ Problems []Problem }
+
+func (e *LintError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return fmt.Sprintf("lessons: %d problem(s):\n  %s", len(e.Problems), strings.Join(lines, "\n  "))
+}
+
+// ErrLint is wrapped by every LintError, for errors.Is.
+var ErrLint = errors.New("lessons: lint failed")
+
+func (e *LintError) Unwrap() error { return ErrLint }
+
+var (
+	reSlug    = regexp.MustCompile(`^(\d{2})-[a-z0-9]+(-[a-z0-9]+)*$`)
+	reID      = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	reJobName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+)
+
+// Limits a scenario must keep.
+const (
+	defaultWithin = 20000
+	maxWithin     = 1_000_000
+	minMinutes    = 5
+	maxMinutes    = 10
+)
+
+// Load reads every lesson folder (NN-slug) and the glossary from fsys and
+// lints them. It returns a *LintError listing every problem found.
+func Load(fsys fs.FS) (*Catalog, error) {
+	c := &Catalog{Glossary: map[Lang]*Page{}}
+	var problems []Problem
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("read lessons: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if !reSlug.MatchString(e.Name()) {
+			problems = append(problems, Problem{Lesson: e.Name(), Msg: "a lesson folder is named NN-words, in lower case (e.g. 01-why-state)"})
+			continue
+		}
+		l, ps := loadLesson(fsys, e.Name())
+		problems = append(problems, ps...)
+		if len(ps) == 0 {
+			c.Lessons = append(c.Lessons, l)
+		}
+	}
+	for i, l := range c.Lessons {
+		if i > 0 && c.Lessons[i-1].Number == l.Number {
+			problems = append(problems, Problem{Lesson: l.Slug, Msg: fmt.Sprintf("number %02d is used by %s too", l.Number, c.Lessons[i-1].Slug)})
+		}
+	}
+	for _, lang := range Langs {
+		name := "glossary." + string(lang) + ".md"
+		src, err := fs.ReadFile(fsys, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			problems = append(problems, Problem{File: name, Msg: "the glossary is missing in this language"})
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		doc, ps := parseLessonDoc(string(src))
+		for _, p := range ps {
+			problems = append(problems, Problem{File: name, Msg: p})
+		}
+		c.Glossary[lang] = &Page{Title: doc.title, Summary: doc.summary, Markdown: doc.intro, HTML: RenderMarkdown(doc.intro)}
+	}
+	if len(c.Lessons) == 0 && len(problems) == 0 {
+		problems = append(problems, Problem{Msg: "no lessons found"})
+	}
+	if len(problems) > 0 {
+		return c, &LintError{Problems: problems}
+	}
+	return c, nil
+}
+
+// scenarioFile is scenario.yaml as written.
+type scenarioFile struct {
+	Minutes  int                  `yaml:"minutes"`
+	Seed     *int64               `yaml:"seed"`
+	Job      yaml.Node            `yaml:"job"`
+	Variants map[string]yaml.Node `yaml:"variants"`
+	Steps    []stepFile           `yaml:"steps"`
+}
+
+type stepFile struct {
+	ID      string           `yaml:"id"`
+	Actions []actionFile     `yaml:"actions"`
+	Check   []map[string]any `yaml:"check"`
+	Within  int              `yaml:"within"`
+}
+
+type actionFile struct {
+	Name   string         `yaml:"name"`
+	Args   map[string]any `yaml:"args"`
+	Expect string         `yaml:"expect"`
+}
+
+func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
+	var problems []Problem
+	bad := func(file, step, format string, a ...any) {
+		problems = append(problems, Problem{Lesson: slug, File: file, Step: step, Msg: fmt.Sprintf(format, a...)})
+	}
+	n, _ := strconv.Atoi(reSlug.FindStringSubmatch(slug)[1])
+	l := &Lesson{Slug: slug, Number: n, Text: map[Lang]*Text{}, variants: map[string]*engine.JobSpec{}}
+
+	// The scenario.
+	const sf = "scenario.yaml"
+	raw, err := fs.ReadFile(fsys, path.Join(slug, sf))
+	if err != nil {
+		bad(sf, "", "cannot read the scenario: %v", err)
+		return nil, problems
+	}
+	var scen scenarioFile
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&scen); err != nil {
+		bad(sf, "", "cannot read the scenario: %v", err)
+		return nil, problems
+	}
+	l.Minutes = scen.Minutes
+	if l.Minutes < minMinutes || l.Minutes > maxMinutes {
+		bad(sf, "", "minutes is %d; a lesson takes %d to %d minutes", l.Minutes, minMinutes, maxMinutes)
+	}
+	if scen.Seed == nil {
+		bad(sf, "", "the scenario has no seed; give one so every run is the same")
+	} else {
+		l.Seed = *scen.Seed
+	}
+	if scen.Job.Kind == 0 {
+		bad(sf, "", "the scenario has no job")
+	} else if spec, err := decodeJob(&scen.Job, l.Seed); err != nil {
+		bad(sf, "", "job: %v", err)
+	} else {
+		l.job = spec
+	}
+	for name, node := range scen.Variants {
+		if name == MainJob || !reID.MatchString(name) {
+			bad(sf, "", "variant name %q: use lower-case words and dashes, not %q", name, MainJob)
+			continue
+		}
+		spec, err := decodeJob(&node, l.Seed)
+		if err != nil {
+			bad(sf, "", "variant %s: %v", name, err)
+			continue
+		}
+		l.variants[name] = spec
+	}
+	if len(scen.Steps) == 0 {
+		bad(sf, "", "the scenario has no steps")
+	}
+	if l.job == nil {
+		return nil, problems
+	}
+
+	js := newJobState(MainJob, l.job)
+	seen := map[string]bool{}
+	for i, sfStep := range scen.Steps {
+		st := &Step{ID: sfStep.ID, Index: i, Within: sfStep.Within, Text: map[Lang]*StepText{}}
+		name := st.ID
+		if name == "" {
+			name = fmt.Sprintf("#%d", i+1)
+		}
+		switch {
+		case !reID.MatchString(st.ID):
+			bad(sf, name, "step id %q: use lower-case words and dashes", st.ID)
+		case seen[st.ID]:
+			bad(sf, name, "step id %q is used twice", st.ID)
+		}
+		seen[st.ID] = true
+		if st.Within == 0 {
+			st.Within = defaultWithin
+		}
+		if st.Within < 1 || st.Within > maxWithin {
+			bad(sf, name, "within %d is not within 1..%d", st.Within, maxWithin)
+		}
+		for _, af := range sfStep.Actions {
+			a := Action{Name: af.Name, Args: af.Args}
+			switch af.Expect {
+			case "":
+			case "refused":
+				a.ExpectRefused = true
+			default:
+				bad(sf, name, "action %s: expect %q is unknown (the only value is refused)", af.Name, af.Expect)
+			}
+			if err := l.checkAction(a, &js); err != nil {
+				bad(sf, name, "action %s: %v", a, err)
+			}
+			st.Actions = append(st.Actions, a)
+		}
+		if len(sfStep.Check) == 0 {
+			bad(sf, name, "the step has no check; say what must hold when it is done")
+		}
+		for _, item := range sfStep.Check {
+			if len(item) != 1 {
+				bad(sf, name, "a check item is one predicate: `- name: {args}`, not %v", item)
+				continue
+			}
+			for pname, v := range item {
+				argMap, ok := v.(map[string]any)
+				if v == nil {
+					argMap, ok = map[string]any{}, true
+				}
+				if !ok {
+					bad(sf, name, "check %s: its arguments must be a map, e.g. {min: 1}", pname)
+					continue
+				}
+				c, err := newCheck(pname, argMap)
+				if err != nil {
+					bad(sf, name, "check %v", err)
+					continue
+				}
+				if err := c.lintRefs(js); err != nil {
+					bad(sf, name, "check %v", err)
+					continue
+				}
+				st.Checks = append(st.Checks, c)
+			}
+		}
+		l.Steps = append(l.Steps, st)
+	}
+
+	// The texts.
+	for _, lang := range Langs {
+		file := "lesson." + string(lang) + ".md"
+		src, err := fs.ReadFile(fsys, path.Join(slug, file))
+		if err != nil {
+			bad(file, "", "the %s translation is missing", lang)
+			continue
+		}
+		doc, ps := parseLessonDoc(string(src))
+		for _, p := range ps {
+			bad(file, "", "%s", p)
+		}
+		t := &Text{Title: doc.title, Summary: doc.summary, Intro: doc.intro, IntroHTML: RenderMarkdown(doc.intro)}
+		if doc.end != nil {
+			t.End, t.EndTitle, t.EndHTML = doc.end.body, plainText(doc.end.title), RenderMarkdown(doc.end.body)
+		}
+		if strings.TrimSpace(doc.intro) == "" {
+			bad(file, "", "the lesson has no introduction before its first step")
+		}
+		l.Text[lang] = t
+		sections := map[string]docSection{}
+		var order []string
+		for _, s := range doc.sections {
+			if _, dup := sections[s.id]; dup {
+				bad(file, s.id, "line %d: the step has two sections", s.line)
+				continue
+			}
+			sections[s.id] = s
+			order = append(order, s.id)
+			if _, ok := l.Step(s.id); !ok {
+				bad(file, s.id, "line %d: a section for a step the scenario does not have", s.line)
+			}
+		}
+		var want []string
+		for _, st := range l.Steps {
+			want = append(want, st.ID)
+			s, ok := sections[st.ID]
+			if !ok {
+				bad(file, st.ID, "the step has no section {step=%s} in %s", st.ID, lang)
+				continue
+			}
+			switch {
+			case strings.TrimSpace(s.body) == "":
+				bad(file, st.ID, "line %d: the step has no text", s.line)
+			case s.hints == 0:
+				bad(file, st.ID, "line %d: the step has no hint (a block quote opened by > [!hint])", s.line)
+			case s.hints > 1:
+				bad(file, st.ID, "line %d: the step has %d hints; keep one", s.line, s.hints)
+			case strings.TrimSpace(s.hint) == "":
+				bad(file, st.ID, "line %d: the hint is empty", s.line)
+			}
+			st.Text[lang] = &StepText{Title: plainText(s.title), TitleHTML: renderInline(s.title), Body: s.body,
+				BodyHTML: RenderMarkdown(s.body), Hint: s.hint, HintHTML: RenderMarkdown(s.hint)}
+		}
+		if len(order) == len(want) && !slices.Equal(order, want) {
+			bad(file, "", "the sections are in the order %s, the scenario's steps in the order %s",
+				strings.Join(order, ", "), strings.Join(want, ", "))
+		}
+	}
+	return l, problems
+}
+
+// decodeJob reads a job spec from its YAML node (anchors resolved) and lets
+// the engine validate it.
+func decodeJob(node *yaml.Node, seed int64) (*engine.JobSpec, error) {
+	var v any
+	if err := node.Decode(&v); err != nil {
+		return nil, err
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := engine.LoadSpec(b)
+	if err != nil {
+		return nil, err
+	}
+	if !reJobName.MatchString(spec.Name) {
+		return nil, fmt.Errorf("job name %q: use letters, digits, '.', '_' and '-' (it names the checkpoint directory)", spec.Name)
+	}
+	spec.Seed = seed
+	return spec, nil
+}

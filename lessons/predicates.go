@@ -1,0 +1,1052 @@
+package lessons
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/statelab/statelab/engine"
+	"github.com/statelab/statelab/rescale"
+)
+
+// The predicate catalogue (docs/lessons.md lists it for authors). Each
+// predicate reads only the Observation; "this step" means between
+// Observation.Start and Observation.Now.
+
+func both(e, z func(a args) string) map[Lang]func(args) string {
+	return map[Lang]func(args) string{EN: e, ZH: z}
+}
+
+func init() {
+	register(&predicate{
+		name: "job-status",
+		args: []argSpec{{name: "status", kind: kString, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("The job is %s.", a.str("status")) },
+			func(a args) string { return fmt.Sprintf("作业状态为 %s。", a.str("status")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			if got := string(o.Now.Job.Status); got != a.str("status") {
+				return false, "the job is " + got
+			}
+			return true, ""
+		},
+		lint: func(a args, _ *jobState) error {
+			switch engine.JobStatus(a.str("status")) {
+			case engine.JobCreated, engine.JobRunning, engine.JobFailing, engine.JobRestarting, engine.JobFailed, engine.JobCanceled, engine.JobFinished:
+				return nil
+			}
+			return fmt.Errorf("job-status: unknown status %q (want CREATED, RUNNING, FAILING, RESTARTING, FAILED, CANCELED or FINISHED)", a.str("status"))
+		},
+	})
+	register(&predicate{
+		name: "all-running",
+		describe: both(func(args) string { return "The job is RUNNING and every subtask is RUNNING." },
+			func(args) string { return "作业处于 RUNNING，所有子任务都在 RUNNING。" }),
+		eval: func(_ args, o *Observation) (bool, string) {
+			j := o.Now.Job
+			if j.Status != engine.JobRunning {
+				return false, "the job is " + string(j.Status)
+			}
+			if j.Rescale != nil {
+				return false, "a rescale of " + j.Rescale.Operator + " is in progress"
+			}
+			for _, op := range j.Operators {
+				for _, st := range op.Subtasks {
+					if st.Status != engine.TaskRunning && st.Status != engine.TaskFinished {
+						return false, fmt.Sprintf("%s is %s", st.Name, st.Status)
+					}
+				}
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "waiting-for-resources",
+		describe: both(func(args) string {
+			return "The job waits for resources: it needs more slots than the TaskManagers offer."
+		}, func(args) string {
+			return "作业正在等待资源：它需要的 slot 多于 TaskManager 提供的。"
+		}),
+		eval: func(_ args, o *Observation) (bool, string) {
+			j := o.Now.Job
+			if !j.WaitingForResources {
+				return false, fmt.Sprintf("the job is %s and not waiting (needs %d slots, %d available)", j.Status, j.SlotsNeeded, j.SlotsAvailable)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "restarted",
+		args: []argSpec{{name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The job restarted at least %d time(s) in this step.", a.int("min"))
+		},
+			func(a args) string {
+				return fmt.Sprintf("作业在这一步中至少重启了 %d 次。", a.int("min"))
+			}),
+		eval: func(a args, o *Observation) (bool, string) {
+			n := o.Now.Counters.Restarts - o.Start.Counters.Restarts
+			if n < a.int("min") {
+				return false, fmt.Sprintf("the job restarted %d time(s) in this step", n)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "parallelism",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refOperator}, {name: "n", kind: kInt, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("%s runs %d subtasks.", a.str("operator"), a.int("n")) },
+			func(a args) string {
+				return fmt.Sprintf("%s 以 %d 个子任务运行。", a.str("operator"), a.int("n"))
+			}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			if op.Parallelism != a.int("n") || len(op.Subtasks) != a.int("n") {
+				return false, fmt.Sprintf("%s has parallelism %d with %d subtasks", op.ID, op.Parallelism, len(op.Subtasks))
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "max-parallelism",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refOperator}, {name: "n", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("%s has %d key groups (max parallelism %d).", a.str("operator"), a.int("n"), a.int("n"))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 有 %d 个键组（最大并行度 %d）。", a.str("operator"), a.int("n"), a.int("n"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			if op.MaxParallelism != a.int("n") {
+				return false, fmt.Sprintf("%s has max parallelism %d", op.ID, op.MaxParallelism)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "taskmanagers",
+		args: []argSpec{{name: "alive", kind: kInt, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("%d TaskManagers are alive.", a.int("alive")) },
+			func(a args) string { return fmt.Sprintf("有 %d 个 TaskManager 存活。", a.int("alive")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			n := 0
+			for _, tm := range o.Now.TaskManagers {
+				if tm.Status == engine.TMAlive {
+					n++
+				}
+			}
+			if n != a.int("alive") {
+				return false, fmt.Sprintf("%d TaskManager(s) are alive", n)
+			}
+			return true, ""
+		},
+	})
+	for _, sp := range []bool{false, true} {
+		savepoint := sp
+		name, what, zh := "checkpoint-completed", "checkpoint", "检查点"
+		if savepoint {
+			name, what, zh = "savepoint-completed", "savepoint", "保存点"
+		}
+		register(&predicate{
+			name:  name,
+			args:  []argSpec{{name: "min", kind: kInt}, {name: "new", kind: kInt}},
+			oneOf: []string{"min", "new"},
+			describe: both(func(a args) string {
+				var parts []string
+				if a.has("min") {
+					parts = append(parts, fmt.Sprintf("At least %d %ss have completed.", a.int("min"), what))
+				}
+				if a.has("new") {
+					parts = append(parts, fmt.Sprintf("At least %d new %s(s) completed in this step.", a.int("new"), what))
+				}
+				return strings.Join(parts, " ")
+			}, func(a args) string {
+				var parts []string
+				if a.has("min") {
+					parts = append(parts, fmt.Sprintf("至少已完成 %d 个%s。", a.int("min"), zh))
+				}
+				if a.has("new") {
+					parts = append(parts, fmt.Sprintf("这一步中至少又完成了 %d 个%s。", a.int("new"), zh))
+				}
+				return strings.Join(parts, "")
+			}),
+			eval: func(a args, o *Observation) (bool, string) {
+				total := completedCount(o.Now, savepoint)
+				fresh := completedSince(o.Start, o.Now, savepoint)
+				if a.has("min") && total < a.int("min") {
+					return false, fmt.Sprintf("%d %s(s) have completed", total, what)
+				}
+				if a.has("new") && fresh < a.int("new") {
+					return false, fmt.Sprintf("%d %s(s) completed in this step", fresh, what)
+				}
+				return true, ""
+			},
+		})
+	}
+	register(&predicate{
+		name: "checkpoint-storage",
+		args: []argSpec{{name: "kind", kind: kString, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("Checkpoints go to %s storage.", a.str("kind")) },
+			func(a args) string { return fmt.Sprintf("检查点写入 %s 存储。", a.str("kind")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			if got := string(o.Now.Checkpoints.Storage.Kind); got != a.str("kind") {
+				return false, "checkpoints go to " + got + " storage"
+			}
+			return true, ""
+		},
+		lint: func(a args, _ *jobState) error {
+			if k := a.str("kind"); k != "jobmanager" && k != "filesystem" {
+				return fmt.Errorf("checkpoint-storage: unknown kind %q (want jobmanager or filesystem)", k)
+			}
+			return nil
+		},
+	})
+	register(&predicate{
+		name: "checkpoint-incremental",
+		args: []argSpec{{name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("At least %d checkpoint(s) uploaded less than their full state size.", a.int("min"))
+		}, func(a args) string {
+			return fmt.Sprintf("至少有 %d 个检查点上传的数据少于其全部状态大小。", a.int("min"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			n := 0
+			for _, h := range o.Now.Checkpoints.History {
+				if !h.Savepoint && h.Status == engine.CheckpointCompleted && h.CheckpointedSize > 0 && h.CheckpointedSize < h.StateSize {
+					n++
+				}
+			}
+			if n < a.int("min") {
+				return false, fmt.Sprintf("%d checkpoint(s) uploaded less than their full size", n)
+			}
+			return true, ""
+		},
+		lint: func(_ args, js *jobState) error {
+			if js.spec.Backend != engine.BackendPebble || !js.spec.Checkpointing.Incremental {
+				return fmt.Errorf("checkpoint-incremental: job %s is not on the pebble backend with incremental checkpoints", js.name)
+			}
+			return nil
+		},
+	})
+	register(&predicate{
+		name: "shared-files",
+		args: []argSpec{{name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The checkpoint directory holds at least %d shared file(s).", a.int("min"))
+		}, func(a args) string {
+			return fmt.Sprintf("检查点目录中至少有 %d 个共享文件。", a.int("min"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			if n := o.Now.Checkpoints.Storage.SharedFiles; n < a.int("min") {
+				return false, fmt.Sprintf("%d shared file(s)", n)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "retained-checkpoints",
+		args: []argSpec{{name: "n", kind: kInt, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("Exactly %d completed checkpoints are retained.", a.int("n")) },
+			func(a args) string { return fmt.Sprintf("恰好保留了 %d 个已完成的检查点。", a.int("n")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			if n := o.Now.Checkpoints.Storage.Retained; n != a.int("n") {
+				return false, fmt.Sprintf("%d checkpoint(s) are retained", n)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "channel-blocked",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refOperator}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("A channel into %s was blocked for barrier alignment.", a.str("operator"))
+		}, func(a args) string {
+			return fmt.Sprintf("某个流入 %s 的通道因屏障对齐而被阻塞。", a.str("operator"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			for _, e := range o.Events {
+				if e.Kind == engine.EvChannelBlocked && taskOf(e.Task, a.str("operator")) {
+					return true, ""
+				}
+			}
+			return false, "no channel into " + a.str("operator") + " was blocked in this step"
+		},
+	})
+	register(&predicate{
+		name:  "restored-from",
+		args:  []argSpec{{name: "operator", kind: kString, ref: refOperator}, {name: "checkpoint", kind: kCheckpoint}, {name: "savepoint", kind: kBool}},
+		oneOf: []string{"checkpoint", "savepoint"},
+		describe: both(func(a args) string {
+			who := "Every subtask"
+			if a.has("operator") {
+				who = "Every subtask of " + a.str("operator")
+			}
+			switch {
+			case a.bool("savepoint"):
+				return who + " restored from a savepoint."
+			case a.str("checkpoint") == "latest":
+				return who + " restored from the latest checkpoint."
+			case a.int("checkpoint") == 0:
+				return who + " started with empty state."
+			}
+			return fmt.Sprintf("%s restored from checkpoint %d.", who, a.int("checkpoint"))
+		}, func(a args) string {
+			who := "每个子任务"
+			if a.has("operator") {
+				who = a.str("operator") + " 的每个子任务"
+			}
+			switch {
+			case a.bool("savepoint"):
+				return who + "都从保存点恢复。"
+			case a.str("checkpoint") == "latest":
+				return who + "都从最新的检查点恢复。"
+			case a.int("checkpoint") == 0:
+				return who + "都以空状态启动。"
+			}
+			return fmt.Sprintf("%s都从检查点 %d 恢复。", who, a.int("checkpoint"))
+		}),
+		eval: evalRestoredFrom,
+	})
+	register(&predicate{
+		name: "restored-operator-state",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refOperator}, {name: "state", kind: kString, required: true}, {name: "elements", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("Each new subtask of %s restored exactly %d element(s) of its %s state.", a.str("operator"), a.int("elements"), a.str("state"))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 的每个新子任务都恰好恢复了 %s 状态中的 %d 个元素。", a.str("operator"), a.str("state"), a.int("elements"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			info := lastRescale(o.Events, a.str("operator"))
+			if info == nil {
+				return false, a.str("operator") + " was not rescaled in this step"
+			}
+			if len(info.OperatorState) == 0 {
+				return false, "the rescale plan lists no operator state"
+			}
+			for i, m := range info.OperatorState {
+				if n := len(m[a.str("state")]); n != a.int("elements") {
+					return false, fmt.Sprintf("%s#%d restored %d element(s) of %s", a.str("operator"), i, n, a.str("state"))
+				}
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "source-partitions",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refSource}, {name: "equals", kind: kTextMatrix, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The offsets state of %s holds the partitions %s.", a.str("operator"), formatValue(a.texts("equals")))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 的 offsets 状态中的分区为 %s。", a.str("operator"), formatValue(a.texts("equals")))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			got := make([][]string, len(op.Subtasks))
+			for i, st := range op.Subtasks {
+				got[i] = []string{}
+				for _, e := range st.OperatorState["offsets"] {
+					var po struct {
+						Partition *int `json:"partition"`
+					}
+					if json.Unmarshal([]byte(e), &po) != nil || po.Partition == nil {
+						return false, fmt.Sprintf("%s holds an offsets element %q that names no partition", st.Name, e)
+					}
+					got[i] = append(got[i], fmt.Sprintf("p%d", *po.Partition))
+				}
+			}
+			if !equalMatrix(got, a.texts("equals")) {
+				return false, "the partitions are " + formatValue(got)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "operator-state",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refOperator}, {name: "state", kind: kString, required: true}, {name: "equals", kind: kTextMatrix, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The %s state of %s is %s.", a.str("state"), a.str("operator"), formatValue(a.texts("equals")))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 的 %s 状态为 %s。", a.str("operator"), a.str("state"), formatValue(a.texts("equals")))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			got := make([][]string, len(op.Subtasks))
+			for i, st := range op.Subtasks {
+				got[i] = append([]string{}, st.OperatorState[a.str("state")]...)
+			}
+			if !equalMatrix(got, a.texts("equals")) {
+				return false, fmt.Sprintf("the %s state is %s", a.str("state"), formatValue(got))
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "source-read",
+		args: []argSpec{{name: "operator", kind: kString, ref: refSource}, {name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("The sources have read at least %d records.", a.int("min")) },
+			func(a args) string { return fmt.Sprintf("source 至少已读取 %d 条记录。", a.int("min")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			var n int64
+			for _, s := range o.Now.Sources {
+				if a.has("operator") && s.Operator != a.str("operator") {
+					continue
+				}
+				for _, p := range s.Partitions {
+					n += max(p.Offset, p.Checkpointed, 0)
+				}
+			}
+			if n < int64(a.int("min")) {
+				return false, fmt.Sprintf("the sources have read %d records", n)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name:  "keyed-state",
+		args:  []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "key", kind: kScalar, required: true}, {name: "equals", kind: kScalar, required: true}, {name: "state", kind: kString}},
+		state: true,
+		describe: both(func(a args) string {
+			return fmt.Sprintf("In %s, the key %s has the value %s.", a.str("operator"), a.str("key"), a.str("equals"))
+		}, func(a args) string {
+			return fmt.Sprintf("在 %s 中，key %s 的值为 %s。", a.str("operator"), a.str("key"), a.str("equals"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			st, _ := ownerOfKey(op, a.str("key"))
+			if st == nil {
+				return false, fmt.Sprintf("no subtask of %s owns the key %s", op.ID, a.str("key"))
+			}
+			e, why := findKey(o.State, st.Name, a.str("key"), a.str("state"))
+			if e == nil {
+				return false, why
+			}
+			if e.Value != a.str("equals") {
+				return false, fmt.Sprintf("%s holds %s=%s", st.Name, e.Key, e.Value)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name:  "key-owner",
+		args:  []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "key", kind: kScalar, required: true}, {name: "subtask", kind: kInt, required: true}},
+		state: true,
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The key %s is held by %s#%d, which owns its key group.", a.str("key"), a.str("operator"), a.int("subtask"))
+		}, func(a args) string {
+			return fmt.Sprintf("key %s 由负责其键组的 %s#%d 保存。", a.str("key"), a.str("operator"), a.int("subtask"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			st, kg := ownerOfKey(op, a.str("key"))
+			if st == nil {
+				return false, fmt.Sprintf("no subtask of %s owns key group %d", op.ID, kg)
+			}
+			if st.Index != a.int("subtask") {
+				return false, fmt.Sprintf("key group %d of %s belongs to %s", kg, a.str("key"), st.Name)
+			}
+			if e, why := findKey(o.State, st.Name, a.str("key"), ""); e == nil {
+				return false, why
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name:  "keys-in-own-key-groups",
+		args:  []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}},
+		state: true,
+		describe: both(func(a args) string {
+			return fmt.Sprintf("Every key of %s lies in a key group of its subtask's range.", a.str("operator"))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 的每个 key 都落在其所在子任务的键组范围内。", a.str("operator"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			keys := 0
+			for _, st := range op.Subtasks {
+				if st.KeyGroups == nil {
+					return false, st.Name + " has no key-group range"
+				}
+				v, err := o.State.TaskState(st.Name, 0)
+				if err != nil {
+					return false, fmt.Sprintf("read the state of %s: %v", st.Name, err)
+				}
+				if v.Error != "" {
+					return false, st.Name + ": " + v.Error
+				}
+				for _, e := range v.Keyed {
+					kg := rescale.KeyGroupForString(e.Key, op.MaxParallelism)
+					if kg != e.KeyGroup {
+						return false, fmt.Sprintf("%s stores %s in key group %d, but its key group is %d", st.Name, e.Key, e.KeyGroup, kg)
+					}
+					if !st.KeyGroups.Contains(kg) {
+						return false, fmt.Sprintf("%s holds %s of key group %d, outside its range %v", st.Name, e.Key, kg, *st.KeyGroups)
+					}
+					keys++
+				}
+			}
+			if keys == 0 {
+				return false, op.ID + " holds no keys yet"
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "key-group-ranges",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "equals", kind: kIntMatrix, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The key-group ranges of %s are %s.", a.str("operator"), formatValue(a.ints("equals")))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 的键组范围是 %s。", a.str("operator"), formatValue(a.ints("equals")))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			op, why := operatorView(o.Now, a.str("operator"))
+			if op == nil {
+				return false, why
+			}
+			got := make([][]int, len(op.Subtasks))
+			for i, st := range op.Subtasks {
+				if st.KeyGroups == nil {
+					return false, st.Name + " has no key-group range"
+				}
+				got[i] = []int{st.KeyGroups.Start, st.KeyGroups.End}
+			}
+			if !equalMatrix(got, a.ints("equals")) {
+				return false, "the ranges are " + formatValue(got)
+			}
+			return true, ""
+		},
+		lint: func(a args, _ *jobState) error {
+			for _, r := range a.ints("equals") {
+				if len(r) != 2 || r[0] > r[1] {
+					return fmt.Errorf("key-group-ranges: %v is not a range [first, last]", r)
+				}
+			}
+			return nil
+		},
+	})
+	register(&predicate{
+		name: "key-group-moved",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "group", kind: kInt, required: true}, {name: "from", kind: kInt, required: true}, {name: "to", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("Key group %d moved from %s#%d to %s#%d.", a.int("group"), a.str("operator"), a.int("from"), a.str("operator"), a.int("to"))
+		}, func(a args) string {
+			return fmt.Sprintf("键组 %d 从 %s#%d 移到了 %s#%d。", a.int("group"), a.str("operator"), a.int("from"), a.str("operator"), a.int("to"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			before, why := owners(o.Start, a.str("operator"))
+			if before == nil {
+				return false, why
+			}
+			after, why := owners(o.Now, a.str("operator"))
+			if after == nil {
+				return false, why
+			}
+			g := a.int("group")
+			if g < 0 || g >= len(before) || g >= len(after) {
+				return false, fmt.Sprintf("%s has no key group %d", a.str("operator"), g)
+			}
+			if before[g] != a.int("from") || after[g] != a.int("to") {
+				return false, fmt.Sprintf("key group %d went from subtask %d to subtask %d", g, before[g], after[g])
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "key-groups-moved",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "n", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("Exactly %d key groups of %s changed subtask.", a.int("n"), a.str("operator"))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 恰好有 %d 个键组换了子任务。", a.str("operator"), a.int("n"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			before, why := owners(o.Start, a.str("operator"))
+			if before == nil {
+				return false, why
+			}
+			after, why := owners(o.Now, a.str("operator"))
+			if after == nil {
+				return false, why
+			}
+			if len(before) != len(after) {
+				return false, "the number of key groups changed"
+			}
+			n := 0
+			for g := range before {
+				if before[g] != after[g] {
+					n++
+				}
+			}
+			if n != a.int("n") {
+				return false, fmt.Sprintf("%d key groups changed subtask", n)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "key-group-reads",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "subtask", kind: kInt, required: true}, {name: "equals", kind: kIntMatrix, required: true}},
+		describe: both(func(a args) string {
+			var parts []string
+			for _, r := range a.ints("equals") {
+				if len(r) == 3 {
+					parts = append(parts, fmt.Sprintf("[%d, %d] from old subtask %d", r[1], r[2], r[0]))
+				}
+			}
+			return fmt.Sprintf("%s#%d restored key groups %s.", a.str("operator"), a.int("subtask"), strings.Join(parts, " and "))
+		}, func(a args) string {
+			var parts []string
+			for _, r := range a.ints("equals") {
+				if len(r) == 3 {
+					parts = append(parts, fmt.Sprintf("从旧子任务 %d 读取键组 [%d, %d]", r[0], r[1], r[2]))
+				}
+			}
+			return fmt.Sprintf("%s#%d 恢复时%s。", a.str("operator"), a.int("subtask"), strings.Join(parts, "，"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			info := lastRescale(o.Events, a.str("operator"))
+			if info == nil || info.Plan == nil {
+				return false, a.str("operator") + " was not rescaled in this step"
+			}
+			i := a.int("subtask")
+			if i < 0 || i >= len(info.Plan.Subtasks) {
+				return false, fmt.Sprintf("the rescale plan has no new subtask %d", i)
+			}
+			got := [][]int{}
+			for _, r := range info.Plan.Subtasks[i].Reads {
+				got = append(got, []int{r.OldSubtask, r.Range.Start, r.Range.End})
+			}
+			if !equalMatrix(got, a.ints("equals")) {
+				return false, fmt.Sprintf("%s#%d read %s ([old subtask, first, last])", a.str("operator"), i, formatValue(got))
+			}
+			return true, ""
+		},
+		lint: func(a args, _ *jobState) error {
+			for _, r := range a.ints("equals") {
+				if len(r) != 3 || r[1] > r[2] {
+					return fmt.Errorf("key-group-reads: %v is not [old subtask, first, last]", r)
+				}
+			}
+			return nil
+		},
+	})
+	register(&predicate{
+		name: "backend-local-disk",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("Every subtask of %s has at least %d byte(s) of state on its TaskManager's local disk.", a.str("operator"), a.int("min"))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 的每个子任务在其 TaskManager 的本地磁盘上都至少有 %d 字节的状态。", a.str("operator"), a.int("min"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			return everySubtask(o.Now, a.str("operator"), func(st engine.SubtaskView) (bool, string) {
+				if st.State == nil || st.State.LocalDiskBytes < int64(a.int("min")) {
+					return false, fmt.Sprintf("%s has %d bytes on local disk", st.Name, localDisk(st))
+				}
+				return true, ""
+			})
+		},
+		lint: func(_ args, js *jobState) error {
+			if js.spec.Backend != engine.BackendPebble {
+				return fmt.Errorf("backend-local-disk: job %s keeps state on the heap (backend %s), not on local disk", js.name, js.spec.Backend)
+			}
+			return nil
+		},
+	})
+	register(&predicate{
+		name: "restore-read",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("Every subtask of %s read at least %d byte(s) of state from the checkpoint storage when it restored.", a.str("operator"), a.int("min"))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 的每个子任务恢复时都从检查点存储中读取了至少 %d 字节的状态。", a.str("operator"), a.int("min"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			return everySubtask(o.Now, a.str("operator"), func(st engine.SubtaskView) (bool, string) {
+				if st.State == nil || st.State.RestoreBytesRead < int64(a.int("min")) {
+					var n int64
+					if st.State != nil {
+						n = st.State.RestoreBytesRead
+					}
+					return false, fmt.Sprintf("%s read %d bytes when it restored", st.Name, n)
+				}
+				return true, ""
+			})
+		},
+	})
+	sinkArg := argSpec{name: "sink", kind: kString, ref: refSink}
+	register(&predicate{
+		name: "sink-committed",
+		args: []argSpec{sinkArg, {name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("The sink has committed at least %d results.", a.int("min")) },
+			func(a args) string { return fmt.Sprintf("sink 至少已提交 %d 个结果。", a.int("min")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			s, why := sinkView(o.Now, a.str("sink"))
+			if s == nil {
+				return false, why
+			}
+			if s.Committed < a.int("min") {
+				return false, fmt.Sprintf("%s has committed %d results", s.Operator, s.Committed)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "sink-duplicates",
+		args: []argSpec{sinkArg, {name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("The sink holds at least %d duplicate results.", a.int("min")) },
+			func(a args) string { return fmt.Sprintf("sink 中至少有 %d 个重复的结果。", a.int("min")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			c, why := comparison(o.Now, a.str("sink"))
+			if c == nil {
+				return false, why
+			}
+			if c.DuplicateRecords < a.int("min") {
+				return false, fmt.Sprintf("%s holds %d duplicate results", c.Sink, c.DuplicateRecords)
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "no-sink-duplicates",
+		args: []argSpec{sinkArg},
+		describe: both(func(args) string { return "No result is committed more often than the ground truth says." },
+			func(args) string { return "没有任何结果的提交次数多于标准答案。" }),
+		eval: func(a args, o *Observation) (bool, string) {
+			c, why := comparison(o.Now, a.str("sink"))
+			if c == nil {
+				return false, why
+			}
+			if len(c.Duplicates) > 0 {
+				return false, fmt.Sprintf("%s holds %d duplicate results, e.g. %s", c.Sink, c.DuplicateRecords, c.Duplicates[0])
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "no-sink-losses",
+		args: []argSpec{sinkArg},
+		describe: both(func(args) string { return "Every result of the ground truth is committed: nothing is missing." },
+			func(args) string { return "标准答案中的每个结果都已提交：没有缺失。" }),
+		eval: func(a args, o *Observation) (bool, string) {
+			c, why := comparison(o.Now, a.str("sink"))
+			if c == nil {
+				return false, why
+			}
+			if len(c.Losses) > 0 {
+				return false, fmt.Sprintf("%s misses %d results, e.g. %s", c.Sink, c.LostRecords, c.Losses[0])
+			}
+			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "window-counts-exact",
+		args: []argSpec{sinkArg, {name: "n", kind: kInt, required: true}, {name: "min", kind: kInt}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("At least %d window counts are committed, each exactly %d.", max(a.int("min"), 1), a.int("n"))
+		}, func(a args) string {
+			return fmt.Sprintf("至少已提交 %d 个窗口计数，每个都恰好是 %d。", max(a.int("min"), 1), a.int("n"))
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			c, why := comparison(o.Now, a.str("sink"))
+			if c == nil {
+				return false, why
+			}
+			switch {
+			case c.Mode != "exact":
+				return false, fmt.Sprintf("%s has no exact ground truth (mode %s)", c.Sink, c.Mode)
+			case len(c.Duplicates) > 0:
+				return false, fmt.Sprintf("%s holds a window count twice: %s", c.Sink, c.Duplicates[0])
+			case len(c.Unexpected) > 0:
+				return false, fmt.Sprintf("%s holds a wrong window count: %s", c.Sink, c.Unexpected[0])
+			case c.Committed < max(a.int("min"), 1):
+				return false, fmt.Sprintf("%s has committed %d window counts", c.Sink, c.Committed)
+			}
+			return true, ""
+		},
+		lint: func(a args, js *jobState) error {
+			for _, o := range js.spec.Operators {
+				if o.Kind != engine.KindSource || o.Options["generator"] != engine.GeneratorClicks {
+					continue
+				}
+				per, err := toInt(o.Options["clicksPerWindow"])
+				if err == nil && per == a.int("n") {
+					return nil
+				}
+				return fmt.Errorf("window-counts-exact: n is %d, but source %s generates %v clicks per page and window", a.int("n"), o.ID, o.Options["clicksPerWindow"])
+			}
+			return fmt.Errorf("window-counts-exact: job %s has no click source with clicksPerWindow set", js.name)
+		},
+	})
+	register(&predicate{
+		name: "command-refused",
+		args: []argSpec{{name: "name", kind: kString, required: true}},
+		describe: both(func(a args) string { return fmt.Sprintf("The engine refused the %s command.", a.str("name")) },
+			func(a args) string { return fmt.Sprintf("引擎拒绝了 %s 命令。", a.str("name")) }),
+		eval: func(a args, o *Observation) (bool, string) {
+			from := len(o.Start.Commands)
+			if from > len(o.Now.Commands) {
+				from = 0
+			}
+			for _, c := range o.Now.Commands[from:] {
+				if c.Failed && c.Command.Name == a.str("name") {
+					return true, ""
+				}
+			}
+			return false, "no " + a.str("name") + " command was refused in this step"
+		},
+	})
+}
+
+// --- helpers -------------------------------------------------------------------
+
+func operatorView(s *engine.Snapshot, id string) (*engine.OperatorView, string) {
+	for i := range s.Job.Operators {
+		if s.Job.Operators[i].ID == id {
+			return &s.Job.Operators[i], ""
+		}
+	}
+	return nil, "the job has no operator " + id
+}
+
+func taskOf(task, operator string) bool { return strings.HasPrefix(task, operator+"#") }
+
+func everySubtask(s *engine.Snapshot, operator string, f func(engine.SubtaskView) (bool, string)) (bool, string) {
+	op, why := operatorView(s, operator)
+	if op == nil {
+		return false, why
+	}
+	if len(op.Subtasks) == 0 {
+		return false, operator + " has no subtasks"
+	}
+	for _, st := range op.Subtasks {
+		if ok, why := f(st); !ok {
+			return false, why
+		}
+	}
+	return true, ""
+}
+
+func localDisk(st engine.SubtaskView) int64 {
+	if st.State == nil {
+		return 0
+	}
+	return st.State.LocalDiskBytes
+}
+
+// completedCount counts completed checkpoints (or savepoints): Flink's
+// completed count minus the other kind, which the history still holds.
+func completedCount(s *engine.Snapshot, savepoints bool) int {
+	other := 0
+	same := 0
+	for _, h := range s.Checkpoints.History {
+		if h.Status != engine.CheckpointCompleted {
+			continue
+		}
+		if h.Savepoint == savepoints {
+			same++
+		} else {
+			other++
+		}
+	}
+	return max(s.Checkpoints.Counts.Completed-other, same)
+}
+
+// completedSince counts those completed after start: ids above every id
+// start knew.
+func completedSince(start, now *engine.Snapshot, savepoints bool) int {
+	var last int64
+	for _, h := range start.Checkpoints.History {
+		last = max(last, h.ID)
+	}
+	n := 0
+	for _, h := range now.Checkpoints.History {
+		if h.ID > last && h.Status == engine.CheckpointCompleted && h.Savepoint == savepoints {
+			n++
+		}
+	}
+	return n
+}
+
+// latestCompleted is the newest completed checkpoint or savepoint.
+func latestCompleted(s *engine.Snapshot) int64 {
+	var id int64
+	for _, h := range s.Checkpoints.History {
+		if h.Status == engine.CheckpointCompleted {
+			id = max(id, h.ID)
+		}
+	}
+	for _, r := range s.Checkpoints.Retained {
+		id = max(id, r.ID)
+	}
+	return id
+}
+
+func evalRestoredFrom(a args, o *Observation) (bool, string) {
+	var want int64
+	switch {
+	case a.bool("savepoint"):
+		r := o.Now.Checkpoints.LatestRestore
+		if r == nil || !r.Savepoint {
+			return false, "the job has not restored from a savepoint"
+		}
+		want = r.Checkpoint
+	case a.str("checkpoint") == "latest":
+		want = latestCompleted(o.Start)
+		if want == 0 {
+			return false, "no checkpoint had completed when the step began"
+		}
+	default:
+		want = int64(a.int("checkpoint"))
+	}
+	// A restore from "the latest checkpoint" must be this step's; a
+	// savepoint restore may have been planned in an earlier step (a job
+	// waiting for slots has already chosen its savepoint).
+	if !a.bool("savepoint") && want != 0 && o.Now.Counters.Restores <= o.Start.Counters.Restores {
+		return false, "nothing was restored in this step"
+	}
+	n := 0
+	for _, op := range o.Now.Job.Operators {
+		if a.has("operator") && op.ID != a.str("operator") {
+			continue
+		}
+		for _, st := range op.Subtasks {
+			n++
+			if st.RestoredFrom != want {
+				if want == 0 {
+					return false, fmt.Sprintf("%s restored from checkpoint %d", st.Name, st.RestoredFrom)
+				}
+				return false, fmt.Sprintf("%s restored from %d, want %d", st.Name, st.RestoredFrom, want)
+			}
+		}
+	}
+	if n == 0 {
+		return false, "no subtask to judge"
+	}
+	return true, ""
+}
+
+// lastRescale returns the plan of the operator's latest rescale in events.
+func lastRescale(events []engine.Event, operator string) *engine.RescaleInfo {
+	var info *engine.RescaleInfo
+	for _, e := range events {
+		if e.Kind == engine.EvRescalePlan && e.Rescale != nil && e.Rescale.Operator == operator {
+			info = e.Rescale
+		}
+	}
+	return info
+}
+
+// ownerOfKey returns the subtask whose key-group range holds the key.
+func ownerOfKey(op *engine.OperatorView, key string) (*engine.SubtaskView, int) {
+	kg := rescale.KeyGroupForString(key, op.MaxParallelism)
+	for i := range op.Subtasks {
+		if r := op.Subtasks[i].KeyGroups; r != nil && r.Contains(kg) {
+			return &op.Subtasks[i], kg
+		}
+	}
+	return nil, kg
+}
+
+func findKey(sr StateReader, task, key, stateName string) (*stateEntry, string) {
+	v, err := sr.TaskState(task, 0)
+	if err != nil {
+		return nil, fmt.Sprintf("read the state of %s: %v", task, err)
+	}
+	if v.Error != "" {
+		return nil, task + ": " + v.Error
+	}
+	for _, e := range v.Keyed {
+		if e.Key == key && (stateName == "" || e.State == stateName) {
+			return &stateEntry{Key: e.Key, Value: e.Value}, ""
+		}
+	}
+	return nil, fmt.Sprintf("%s holds no key %s", task, key)
+}
+
+type stateEntry struct{ Key, Value string }
+
+// owners maps every key group to the subtask owning it, from the ranges
+// the snapshot shows.
+func owners(s *engine.Snapshot, operator string) ([]int, string) {
+	op, why := operatorView(s, operator)
+	if op == nil {
+		return nil, why
+	}
+	out := make([]int, op.MaxParallelism)
+	for i := range out {
+		out[i] = -1
+	}
+	for _, st := range op.Subtasks {
+		if st.KeyGroups == nil {
+			return nil, st.Name + " has no key-group range"
+		}
+		for g := st.KeyGroups.Start; g <= st.KeyGroups.End && g < len(out); g++ {
+			out[g] = st.Index
+		}
+	}
+	return out, ""
+}
+
+func sinkView(s *engine.Snapshot, id string) (*engine.SinkView, string) {
+	for i := range s.Sinks {
+		if id == "" || s.Sinks[i].Operator == id {
+			return &s.Sinks[i], ""
+		}
+	}
+	if id == "" {
+		return nil, "the job has no sink"
+	}
+	return nil, "the job has no sink " + id
+}
+
+func comparison(s *engine.Snapshot, id string) (*engine.Comparison, string) {
+	v, why := sinkView(s, id)
+	if v == nil {
+		return nil, why
+	}
+	if v.Comparison == nil {
+		return nil, v.Operator + " has no comparison with the ground truth"
+	}
+	if !v.Comparison.Supported {
+		return nil, v.Operator + " has no ground truth (the job's result depends on timing)"
+	}
+	return v.Comparison, ""
+}
+
+func equalMatrix[T comparable](a, b [][]T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if a[i][j] != b[i][j] {
+				return false
+			}
+		}
+	}
+	return true
+}
