@@ -91,6 +91,14 @@ type core struct {
 	// was restored from.
 	recoverable map[int64]bool
 	truthCache  map[string]truth
+	cmpCache    map[string]cmpEntry
+	offCache    offsetsCache
+}
+
+// offsetsCache holds the source offsets of the newest retained checkpoint.
+type offsetsCache struct {
+	id  int64
+	off map[string]map[int]int64
 }
 
 type rescaleOp struct {

@@ -29,9 +29,11 @@ type sinkStore struct {
 	// bound), and overflow records that some were not kept.
 	total    int
 	overflow bool
-	txns     map[string]*txn
-	order    []string
-	seq      int
+	// counts is the committed output as a multiset, kept as records come.
+	counts map[outKey]int
+	txns   map[string]*txn
+	order  []string
+	seq    int
 }
 
 // maxKeptOutput bounds the committed records a sink store keeps for the
@@ -48,6 +50,16 @@ func (s *sinkStore) keep(recs []Record) {
 		recs = recs[:max(0, room)]
 	}
 	s.committed = append(s.committed, recs...)
+	for _, r := range recs {
+		s.counts[outKey{r.Key, r.Text, r.Value}]++
+	}
+}
+
+// multiset calls fn with the committed output counts, under the lock.
+func (s *sinkStore) multiset(fn func(total int, counts map[outKey]int)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.total, s.counts)
 }
 
 // prune forgets the oldest finished transactions beyond maxKeptTxns.
@@ -84,7 +96,7 @@ type txn struct {
 	n          int
 }
 
-func newSinkStore() *sinkStore { return &sinkStore{txns: map[string]*txn{}} }
+func newSinkStore() *sinkStore { return &sinkStore{txns: map[string]*txn{}, counts: map[outKey]int{}} }
 
 // writeCommitted is the at-least-once path: visible at once.
 func (s *sinkStore) writeCommitted(recs []Record) {

@@ -7,9 +7,13 @@ import (
 	"github.com/statelab/statelab/state"
 )
 
-// snapshot builds the Snapshot. With detail it also reads state backends
-// (only safe when no subtask runs concurrently: the Stepper).
-func (c *core) snapshot(detail bool) Snapshot {
+// snapshot builds the Snapshot. With detail it also reads operator state,
+// source cursors and the ground-truth comparison (only safe when no subtask
+// runs concurrently: the Stepper); with metrics, keyed backend figures too
+// (a scan of the backend: costly on pebble).
+func (c *core) snapshot(detail bool) Snapshot { return c.snapshotWith(detail, detail) }
+
+func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 	s := Snapshot{Seed: c.spec.Seed, At: c.clock(), Backend: c.spec.Backend}
 	j := &s.Job
 	j.Name, j.Status, j.Attempt, j.WaitingForResources = c.spec.Name, c.status, c.attempt, c.waiting
@@ -66,7 +70,7 @@ func (c *core) snapshot(detail bool) Snapshot {
 						sv.OperatorState = m
 					}
 				}
-				if detail && t.keyed != nil && !t.closed {
+				if metrics && t.keyed != nil && !t.closed {
 					if m, err := t.keyed.Metrics(); err == nil {
 						sv.State = &m
 					}
@@ -112,7 +116,8 @@ func (c *core) snapshot(detail bool) Snapshot {
 		}
 		if detail {
 			if cmp, err := c.compareSink(o.ID); err == nil {
-				sv.Comparison = &cmp
+				t := cmp.truncated(50)
+				sv.Comparison = &t
 			}
 		}
 		s.Sinks = append(s.Sinks, sv)
@@ -182,10 +187,15 @@ func (c *core) latestCheckpointOffsets() map[string]map[int]int64 {
 	if len(infos) == 0 {
 		return out
 	}
-	meta, err := c.storage.Load(infos[len(infos)-1].ID)
+	newest := infos[len(infos)-1].ID
+	if c.offCache.id == newest && c.offCache.off != nil {
+		return c.offCache.off
+	}
+	meta, err := c.storage.Load(newest)
 	if err != nil {
 		return out
 	}
+	defer func() { c.offCache = offsetsCache{id: newest, off: out} }()
 	for _, os := range meta.Operators {
 		if c.topics[os.OperatorID] == nil {
 			continue

@@ -30,6 +30,9 @@ type Comparison struct {
 	Unexpected       []Diff `json:"unexpected"`
 	DuplicateRecords int    `json:"duplicateRecords"`
 	LostRecords      int    `json:"lostRecords"`
+	// Truncated is set when the lists above were cut (Snapshot keeps at
+	// most 50 of each; Compare returns them all).
+	Truncated bool `json:"truncated,omitempty"`
 	// ExactlyOnce: nothing lost, nothing duplicated, nothing unexpected.
 	ExactlyOnce bool `json:"exactlyOnce"`
 	// AtLeastOnce: nothing lost, nothing unexpected.
@@ -85,24 +88,57 @@ func (c *core) compare() ([]Comparison, error) {
 	return out, nil
 }
 
+// compareSink compares one sink, reusing the last result while neither the
+// topics nor the committed output changed.
 func (c *core) compareSink(id string) (Comparison, error) {
-	o, _ := c.spec.Operator(id)
-	opts, _ := parseOptions(o)
 	tr := c.groundTruth(id)
 	store := c.sinks[id]
-	committed, _ := store.view(true)
+	key := [2]int64{tr.records, int64(store.committedCount())}
+	if e, ok := c.cmpCache[id]; ok && e.key == key {
+		return e.cmp, nil
+	}
+	var cmp Comparison
+	store.multiset(func(total int, got map[outKey]int) { cmp = c.compareWith(id, tr, total, got) })
+	sortDiffs(cmp.Duplicates)
+	sortDiffs(cmp.Losses)
+	sortDiffs(cmp.Unexpected)
+	if c.cmpCache == nil {
+		c.cmpCache = map[string]cmpEntry{}
+	}
+	c.cmpCache[id] = cmpEntry{key: key, cmp: cmp}
+	return cmp, nil
+}
+
+type cmpEntry struct {
+	key [2]int64
+	cmp Comparison
+}
+
+// truncated returns cmp with at most n entries per list.
+func (cmp Comparison) truncated(n int) Comparison {
+	cut := func(d []Diff) []Diff {
+		if len(d) > n {
+			cmp.Truncated = true
+			return d[:n:n]
+		}
+		return d
+	}
+	cmp.Duplicates, cmp.Losses, cmp.Unexpected = cut(cmp.Duplicates), cut(cmp.Losses), cut(cmp.Unexpected)
+	return cmp
+}
+
+func (c *core) compareWith(id string, tr truth, total int, got map[outKey]int) Comparison {
+	o, _ := c.spec.Operator(id)
+	opts, _ := parseOptions(o)
+	store := c.sinks[id]
 	cmp := Comparison{Sink: id, Semantics: opts.Semantics, Supported: tr.supported, Reason: tr.reason, Records: tr.records,
-		Committed: store.committedCount(), Duplicates: []Diff{}, Losses: []Diff{}, Unexpected: []Diff{}}
-	if tr.supported && store.overflowed() {
+		Committed: total, Duplicates: []Diff{}, Losses: []Diff{}, Unexpected: []Diff{}}
+	if tr.supported && store.overflow {
 		cmp.Supported, cmp.Reason = false, fmt.Sprintf("the sink committed more than %d records; StateLab keeps that many for comparison", maxKeptOutput)
 	}
 	if !cmp.Supported {
 		cmp.Mode = "none"
-		return cmp, nil
-	}
-	got := map[outKey]int{}
-	for _, r := range committed {
-		got[outKey{r.Key, r.Text, r.Value}]++
+		return cmp
 	}
 	if !tr.final {
 		cmp.Mode = "exact"
@@ -149,12 +185,9 @@ func (c *core) compareSink(id string) (Comparison, error) {
 			}
 		}
 	}
-	sortDiffs(cmp.Duplicates)
-	sortDiffs(cmp.Losses)
-	sortDiffs(cmp.Unexpected)
 	cmp.AtLeastOnce = len(cmp.Losses) == 0 && len(cmp.Unexpected) == 0
 	cmp.ExactlyOnce = cmp.AtLeastOnce && len(cmp.Duplicates) == 0
-	return cmp, nil
+	return cmp
 }
 
 func sortDiffs(d []Diff) {
