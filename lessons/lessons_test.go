@@ -53,3 +53,21 @@ func TestEmbeddedLessonsPass(t *testing.T) {
 		})
 	}
 }
+
+func TestLessonView(t *testing.T) {
+	c, err := Default()
+	require.NoError(t, err)
+	l, ok := c.Lesson("05-failure-and-recovery")
+	require.True(t, ok)
+	v := l.View(ZH, c)
+	assert.Equal(t, "故障与恢复", v.Title)
+	assert.Equal(t, "04-checkpoints-and-barriers", v.Prev)
+	assert.Equal(t, "06-rescaling-operator-state", v.Next)
+	require.Len(t, v.Steps, 6)
+	kill := v.Steps[1]
+	assert.Equal(t, "step-2", kill.Anchor)
+	assert.Equal(t, []CommandView{{Name: "crash-taskmanager", Args: []byte(`{"taskManager":"tm-1"}`)}}, kill.Actions)
+	assert.Equal(t, "作业在这一步中至少重启了 1 次。", kill.Checks[0])
+	assert.Equal(t, "no-checkpoints", v.Steps[3].Job, "the step that resets names its job")
+	assert.Equal(t, "Failure and recovery", l.View("fr", nil).Title, "an unknown language falls back to English")
+}

@@ -78,7 +78,7 @@ func init() {
 		name: "restarted",
 		args: []argSpec{{name: "min", kind: kInt, required: true}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("The job restarted at least %d time(s) in this step.", a.int("min"))
+			return fmt.Sprintf("The job restarted at least %s in this step.", plural(a.int("min"), "time"))
 		},
 			func(a args) string {
 				return fmt.Sprintf("作业在这一步中至少重启了 %d 次。", a.int("min"))
@@ -159,10 +159,10 @@ func init() {
 			describe: both(func(a args) string {
 				var parts []string
 				if a.has("min") {
-					parts = append(parts, fmt.Sprintf("At least %d %ss have completed.", a.int("min"), what))
+					parts = append(parts, fmt.Sprintf("At least %s have completed.", plural(a.int("min"), what)))
 				}
 				if a.has("new") {
-					parts = append(parts, fmt.Sprintf("At least %d new %s(s) completed in this step.", a.int("new"), what))
+					parts = append(parts, fmt.Sprintf("At least %s completed in this step.", plural(a.int("new"), "new "+what)))
 				}
 				return strings.Join(parts, " ")
 			}, func(a args) string {
@@ -179,10 +179,10 @@ func init() {
 				total := completedCount(o.Now, savepoint)
 				fresh := completedSince(o.Start, o.Now, savepoint)
 				if a.has("min") && total < a.int("min") {
-					return false, fmt.Sprintf("%d %s(s) have completed", total, what)
+					return false, plural(total, what) + " have completed"
 				}
 				if a.has("new") && fresh < a.int("new") {
-					return false, fmt.Sprintf("%d %s(s) completed in this step", fresh, what)
+					return false, plural(fresh, what) + " completed in this step"
 				}
 				return true, ""
 			},
@@ -210,7 +210,7 @@ func init() {
 		name: "checkpoint-incremental",
 		args: []argSpec{{name: "min", kind: kInt, required: true}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("At least %d checkpoint(s) uploaded less than their full state size.", a.int("min"))
+			return fmt.Sprintf("At least %s uploaded less than their full state size.", plural(a.int("min"), "checkpoint"))
 		}, func(a args) string {
 			return fmt.Sprintf("至少有 %d 个检查点上传的数据少于其全部状态大小。", a.int("min"))
 		}),
@@ -237,7 +237,7 @@ func init() {
 		name: "shared-files",
 		args: []argSpec{{name: "min", kind: kInt, required: true}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("The checkpoint directory holds at least %d shared file(s).", a.int("min"))
+			return fmt.Sprintf("The checkpoint directory holds at least %s.", plural(a.int("min"), "shared file"))
 		}, func(a args) string {
 			return fmt.Sprintf("检查点目录中至少有 %d 个共享文件。", a.int("min"))
 		}),
@@ -316,7 +316,7 @@ func init() {
 		name: "restored-operator-state",
 		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refOperator}, {name: "state", kind: kString, required: true}, {name: "elements", kind: kInt, required: true}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("Each new subtask of %s restored exactly %d element(s) of its %s state.", a.str("operator"), a.int("elements"), a.str("state"))
+			return fmt.Sprintf("Each new subtask of %s restored exactly %s of its %s state.", a.str("operator"), plural(a.int("elements"), "element"), a.str("state"))
 		}, func(a args) string {
 			return fmt.Sprintf("%s 的每个新子任务都恰好恢复了 %s 状态中的 %d 个元素。", a.str("operator"), a.str("state"), a.int("elements"))
 		}),
@@ -654,7 +654,7 @@ func init() {
 		name: "backend-local-disk",
 		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "min", kind: kInt, required: true}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("Every subtask of %s has at least %d byte(s) of state on its TaskManager's local disk.", a.str("operator"), a.int("min"))
+			return fmt.Sprintf("Every subtask of %s has at least %s of state on its TaskManager's local disk.", a.str("operator"), plural(a.int("min"), "byte"))
 		}, func(a args) string {
 			return fmt.Sprintf("%s 的每个子任务在其 TaskManager 的本地磁盘上都至少有 %d 字节的状态。", a.str("operator"), a.int("min"))
 		}),
@@ -677,7 +677,7 @@ func init() {
 		name: "restore-read",
 		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "min", kind: kInt, required: true}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("Every subtask of %s read at least %d byte(s) of state from the checkpoint storage when it restored.", a.str("operator"), a.int("min"))
+			return fmt.Sprintf("Every subtask of %s read at least %s of state from the checkpoint storage when it restored.", a.str("operator"), plural(a.int("min"), "byte"))
 		}, func(a args) string {
 			return fmt.Sprintf("%s 的每个子任务恢复时都从检查点存储中读取了至少 %d 字节的状态。", a.str("operator"), a.int("min"))
 		}),
@@ -698,7 +698,7 @@ func init() {
 	register(&predicate{
 		name: "sink-committed",
 		args: []argSpec{sinkArg, {name: "min", kind: kInt, required: true}},
-		describe: both(func(a args) string { return fmt.Sprintf("The sink has committed at least %d results.", a.int("min")) },
+		describe: both(func(a args) string { return fmt.Sprintf("The sink has committed at least %s.", plural(a.int("min"), "result")) },
 			func(a args) string { return fmt.Sprintf("sink 至少已提交 %d 个结果。", a.int("min")) }),
 		eval: func(a args, o *Observation) (bool, string) {
 			s, why := sinkView(o.Now, a.str("sink"))
@@ -714,7 +714,7 @@ func init() {
 	register(&predicate{
 		name: "sink-duplicates",
 		args: []argSpec{sinkArg, {name: "min", kind: kInt, required: true}},
-		describe: both(func(a args) string { return fmt.Sprintf("The sink holds at least %d duplicate results.", a.int("min")) },
+		describe: both(func(a args) string { return fmt.Sprintf("The sink holds at least %s.", plural(a.int("min"), "duplicate result")) },
 			func(a args) string { return fmt.Sprintf("sink 中至少有 %d 个重复的结果。", a.int("min")) }),
 		eval: func(a args, o *Observation) (bool, string) {
 			c, why := comparison(o.Now, a.str("sink"))
@@ -763,7 +763,7 @@ func init() {
 		name: "window-counts-exact",
 		args: []argSpec{sinkArg, {name: "n", kind: kInt, required: true}, {name: "min", kind: kInt}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("At least %d window counts are committed, each exactly %d.", max(a.int("min"), 1), a.int("n"))
+			return fmt.Sprintf("At least %s committed, each exactly %d.", plural(max(a.int("min"), 1), "window count"), a.int("n"))
 		}, func(a args) string {
 			return fmt.Sprintf("至少已提交 %d 个窗口计数，每个都恰好是 %d。", max(a.int("min"), 1), a.int("n"))
 		}),
@@ -819,6 +819,14 @@ func init() {
 }
 
 // --- helpers -------------------------------------------------------------------
+
+// plural writes "1 checkpoint", "2 checkpoints".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
 
 func operatorView(s *engine.Snapshot, id string) (*engine.OperatorView, string) {
 	for i := range s.Job.Operators {
