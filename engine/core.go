@@ -615,6 +615,11 @@ func (c *core) cancelExecution(failed *subtask) {
 		t.ctl = nil
 		t.ctlMu.Unlock()
 		c.flushTaskEvents(t)
+		for _, a := range t.acks {
+			if a.async != nil {
+				a.async.Cancel()
+			}
+		}
 		t.toJM, t.acks = nil, nil
 	}
 	for _, ch := range ex.channels {

@@ -444,8 +444,21 @@ func (l *Live) afterHandle(ctx context.Context, t *subtask, err error) bool {
 	}
 	t.toJM = t.toJM[:0]
 	for _, a := range t.acks {
-		m := a.msg
-		l.enqueue(func() { c.handleJM(m) })
+		if a.async == nil {
+			m := a.msg
+			l.enqueue(func() { c.handleJM(m) })
+			continue
+		}
+		// The asynchronous part of the snapshot (writing, uploading) runs
+		// beside the subtask, which goes on processing records, as in Flink.
+		l.exWG.Add(1)
+		go func(a pendingAck) {
+			defer l.exWG.Done()
+			start := l.now()
+			m := a.finish()
+			m.ack.AsyncDuration = l.now() - start
+			l.enqueue(func() { c.handleJM(m) })
+		}(a)
 	}
 	t.acks = t.acks[:0]
 	t.cost = 0

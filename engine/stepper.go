@@ -282,7 +282,9 @@ func (s *Stepper) afterHandle(t *subtask, err error, cost time.Duration) {
 	}
 	t.toJM = t.toJM[:0]
 	for _, a := range t.acks {
-		msg := a.msg
+		// The asynchronous part runs now (deterministically); the
+		// acknowledgement arrives after its modelled duration.
+		msg := a.finish()
 		s.after(a.delay, func() {
 			if msg.task.getStatus() == TaskRunning || msg.task.getStatus() == TaskFinished {
 				msg.seq = c.nextSeq()

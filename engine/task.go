@@ -84,6 +84,7 @@ type restoreSpec struct {
 type pendingAck struct {
 	msg   jmMsg
 	delay time.Duration
+	async state.AsyncSnapshot // the keyed snapshot's asynchronous part, if any
 }
 
 // subtask is one parallel instance of an operator. Its methods are the task
@@ -472,45 +473,65 @@ func (t *subtask) checkpoint(b barrier, alignment time.Duration) error {
 		}
 	}
 	start := t.c.clock()
-	st, err := t.snapshotState(b)
+	st, async, err := t.snapshotState(b)
 	if err != nil {
-		t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: b.ID, reason: err.Error()})
-		t.event(Event{Kind: EvCheckpointDecline, Checkpoint: b.ID, Message: fmt.Sprintf("%s declined checkpoint %d: %v", t.name, b.ID, err)})
+		t.decline(b.ID, err)
 		return nil
 	}
-	sync, async := t.c.snapshotCost(t.updates, start)
+	sync, asyncDur := t.c.snapshotCost(t.updates, start)
 	t.cost += sync
 	t.updates = 0
-	var size, cpSize int64
-	if st.Keyed != nil {
-		size, cpSize = st.Keyed.StateSize, st.Keyed.CheckpointedSize
-	}
-	size += st.Operator.Size()
-	cpSize += st.Operator.Size()
 	ack := AckStats{Task: t.name, Operator: t.op.spec.ID, Subtask: t.index,
-		SyncDuration: sync, AsyncDuration: async, AlignmentDuration: alignment,
-		StartDelay: max(0, t.now-alignment-time.Duration(b.Time)), StateSize: size, CheckpointedSize: cpSize}
-	t.acks = append(t.acks, pendingAck{delay: async, msg: jmMsg{kind: jmAck, attempt: t.ex.attempt, task: t, id: b.ID, state: st, ack: ack}})
+		SyncDuration: sync, AsyncDuration: asyncDur, AlignmentDuration: alignment,
+		StartDelay: max(0, t.now-alignment-time.Duration(b.Time)), StateSize: st.Operator.Size(), CheckpointedSize: st.Operator.Size()}
+	t.acks = append(t.acks, pendingAck{delay: asyncDur, async: async, msg: jmMsg{kind: jmAck, attempt: t.ex.attempt, task: t, id: b.ID, state: st, ack: ack}})
 	return nil
 }
 
-// snapshotState runs the operator's snapshot hook and snapshots keyed and
-// operator state.
-func (t *subtask) snapshotState(b barrier) (*state.SubtaskState, error) {
+func (t *subtask) decline(id int64, err error) {
+	t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: id, reason: err.Error()})
+	t.event(Event{Kind: EvCheckpointDecline, Checkpoint: id, Message: fmt.Sprintf("%s declined checkpoint %d: %v", t.name, id, err)})
+}
+
+// snapshotState runs the operator's snapshot hook, snapshots operator state
+// and starts the keyed snapshot: its synchronous part runs now, at the
+// barrier; the asynchronous part (writing, uploading) is returned.
+func (t *subtask) snapshotState(b barrier) (*state.SubtaskState, state.AsyncSnapshot, error) {
 	if err := t.fn.snapshot(t, b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	st := &state.SubtaskState{Subtask: t.index}
+	st := &state.SubtaskState{Subtask: t.index, Operator: t.opBackend.Snapshot()}
+	if t.keyed == nil {
+		return st, nil, nil
+	}
 	target := state.SnapshotTarget{CheckpointID: b.ID, Savepoint: b.Savepoint}
-	if t.keyed != nil {
-		h, err := t.keyed.Snapshot(target, t.c.storage)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot keyed state: %w", err)
-		}
-		st.Keyed = h
+	async, err := t.keyed.StartSnapshot(target, t.c.storage)
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot keyed state: %w", err)
 	}
-	st.Operator = t.opBackend.Snapshot()
-	return st, nil
+	return st, async, nil
+}
+
+// finish runs the asynchronous part of a snapshot and completes the
+// acknowledgement with the keyed handle and sizes; on failure it returns a
+// decline instead.
+func (p *pendingAck) finish() jmMsg {
+	if p.async == nil {
+		return p.msg
+	}
+	h, err := p.async.Finish()
+	p.async = nil
+	if err != nil {
+		return jmMsg{kind: jmDecline, attempt: p.msg.attempt, task: p.msg.task, id: p.msg.id,
+			reason: fmt.Sprintf("%s could not finish its snapshot: %v", p.msg.task.name, err)}
+	}
+	m := p.msg
+	st := *m.state
+	st.Keyed = h
+	m.state = &st
+	m.ack.StateSize += h.StateSize
+	m.ack.CheckpointedSize += h.CheckpointedSize
+	return m
 }
 
 // --- control -------------------------------------------------------------
