@@ -116,9 +116,12 @@ func TestRealEngineCrashAndRescale(t *testing.T) {
 	assert.Greater(t, sub["restoredFrom"].(float64), 0.0, "count#1 restored from a checkpoint")
 	waitSnapshot(t, c, 60*time.Second, "output beyond the crash", func(m msg) bool { return sinkCommitted(m) > committed })
 
+	// Two TaskManagers with one slot each cannot hold three subtasks: add one.
+	send(t, c, `{"type":"command","id":"tm","name":"add-taskmanager"}`)
+	require.Equal(t, "ack", reply(t, c, "tm")["type"])
 	send(t, c, `{"type":"command","id":"up","name":"rescale","args":{"operator":"count","parallelism":3}}`)
 	require.Equal(t, "ack", reply(t, c, "up")["type"])
-	scaled := waitSnapshot(t, c, 60*time.Second, "count at parallelism 3, running", func(m msg) bool {
+	scaled := waitSnapshot(t, c, 120*time.Second, "count at parallelism 3, running", func(m msg) bool {
 		return operator(m, "count")["parallelism"].(float64) == 3 && allRunning(m)
 	})
 	// Flink's ranges for max parallelism 128 over 3 subtasks:

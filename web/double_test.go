@@ -296,3 +296,7 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, what string) {
 	}
 	t.Fatalf("timed out after %s waiting for %s", d, what)
 }
+
+type httpCookie struct{ name, value string }
+
+func (c httpCookie) cookie() *http.Cookie { return &http.Cookie{Name: c.name, Value: c.value} }

@@ -94,7 +94,7 @@ var Templates = []*JobTemplate{
 	{
 		ID: "wordcount", TitleKey: "template.wordcount.title", DescKey: "template.wordcount.desc",
 		Tunable:  []string{"source", "tokenizer", "count"},
-		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "tokenizer": 2, "count": 2}, Interval: 3 * time.Second, TaskManagers: 2, Slots: 2, Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "tokenizer": 2, "count": 2}, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
 				Name: "word-count",
@@ -115,7 +115,7 @@ var Templates = []*JobTemplate{
 	{
 		ID: "clicks", TitleKey: "template.clicks.title", DescKey: "template.clicks.desc",
 		Tunable:  []string{"source", "window"},
-		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "window": 2}, Interval: 3 * time.Second, TaskManagers: 2, Slots: 2, Seed: 1, Keys: 6, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "window": 2}, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 6, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
 				Name: "click-event-count",
@@ -134,7 +134,7 @@ var Templates = []*JobTemplate{
 	{
 		ID: "article", TitleKey: "template.article.title", DescKey: "template.article.desc",
 		Tunable:  []string{"source", "count"},
-		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 1, "count": 2}, MaxParallelism: 10, Interval: 3 * time.Second, TaskManagers: 2, Slots: 2, Seed: 1, Keys: 20, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 1, "count": 2}, MaxParallelism: 10, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 20, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
 				Name: "five-partitions",

@@ -251,7 +251,7 @@ func (s *Session) pump() {
 }
 
 func (s *Session) snapshotFrame() ([]byte, error) {
-	return json.Marshal(snapshotMsg{Type: "snapshot", V: ProtocolVersion, Session: s.ID, Template: s.Template, Snapshot: s.engine().Snapshot()})
+	return json.Marshal(snapshotMsg{Type: "snapshot", V: ProtocolVersion, Session: s.ID, Template: s.Template, Snapshot: trimSnapshot(s.engine().Snapshot())})
 }
 
 func mustJSON(v any) []byte {
@@ -454,4 +454,38 @@ func (srv *Server) reapIdle(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// Wire limits of a snapshot: the engine's picture is complete, the wire's
+// is enough to draw. The totals (committed, expected, duplicate and lost
+// record counts) always stay exact.
+const (
+	maxWireDiffs    = 50  // per comparison list (duplicates, losses, unexpected)
+	maxWireCommands = 100 // newest commands of the log
+)
+
+// trimSnapshot bounds the lists of s that grow with the input: a sink's
+// comparison lists every expected record not yet committed, which is
+// megabytes early in a run. s is a copy the engine no longer uses.
+func trimSnapshot(s engine.Snapshot) engine.Snapshot {
+	for i := range s.Sinks {
+		if c := s.Sinks[i].Comparison; c != nil {
+			cp := *c
+			cp.Duplicates = firstN(cp.Duplicates, maxWireDiffs)
+			cp.Losses = firstN(cp.Losses, maxWireDiffs)
+			cp.Unexpected = firstN(cp.Unexpected, maxWireDiffs)
+			s.Sinks[i].Comparison = &cp
+		}
+	}
+	if n := len(s.Commands); n > maxWireCommands {
+		s.Commands = s.Commands[n-maxWireCommands:]
+	}
+	return s
+}
+
+func firstN[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

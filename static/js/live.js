@@ -1,0 +1,172 @@
+// The live view of a session: connects the WebSocket, keeps the model, and
+// draws every panel from it once per animation frame.
+
+import { $, h } from './dom.js';
+import { loadCatalog, t, getLang } from './i18n.js';
+import { Connection } from './conn.js';
+import { Model } from './model.js';
+import { Controls } from './controls.js';
+import { GraphView } from './views/graph.js';
+import { StripView } from './views/strip.js';
+import { InspectorView } from './views/inspector.js';
+import { SourcesView } from './views/sources.js';
+import { CheckpointsView } from './views/checkpoints.js';
+import { SinkView } from './views/sink.js';
+import { LogView } from './views/log.js';
+import { ExplainView } from './views/explain.js';
+
+async function main() {
+  const ws = $('workspace');
+  if (!ws) return;
+  await loadCatalog(document.body.dataset.lang || 'en');
+  const model = new Model();
+  let conn = null;
+
+  const toastEl = $('toast');
+  let toastTimer = 0;
+  const toast = (msg, kind = 'info') => {
+    toastEl.textContent = msg;
+    toastEl.className = `toast ${kind}`;
+    toastEl.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => { toastEl.hidden = true; }, kind === 'error' ? 9000 : 3500);
+  };
+  const send = (name, args) => conn.command(name, args).catch((err) => {
+    toast(err.message || String(err), 'error');
+    throw err;
+  });
+  const quiet = (p) => p.catch(() => {});
+
+  const actions = {
+    crashSubtask: (op, index) => quiet(send('crash-subtask', { operator: op, index })),
+    crashTM: (id) => quiet(send('crash-taskmanager', { taskManager: id })),
+    restartTM: (id) => quiet(send('restart-taskmanager', { taskManager: id })),
+    addTM: () => quiet(send('add-taskmanager').then(() => toast(t('toast.addTm')))),
+    rescale: (op, p) => quiet(send('rescale', { operator: op, parallelism: p }).then(() => toast(t('toast.rescale', { op, p })))),
+    rescaleKeyed: (dir) => {
+      const op = model.ready && (model.keyedOperators()[0] || model.snap.job.operators[0]);
+      if (op) actions.rescale(op.id, op.parallelism + dir);
+    },
+    inspect: (task) => { inspector.show(task); graph.select(task); $('inspect-task').focus(); },
+    switchLanguage: () => {
+      const other = document.querySelector(`[data-lang-link]:not([data-lang-link="${getLang()}"])`);
+      if (other) location.href = other.href;
+    },
+  };
+
+  const api = {
+    async taskState(task, keyGroup) {
+      const q = keyGroup === undefined ? '' : `?keyGroup=${keyGroup}`;
+      const r = await fetch(`/api/sessions/${encodeURIComponent(model.snap.session)}/tasks/${encodeURIComponent(task)}/state${q}`);
+      const body = await r.json();
+      if (!r.ok) throw new Error(body.message || `HTTP ${r.status}`);
+      return body;
+    },
+    async keysOf(task, keyGroup) {
+      const d = await api.taskState(task, keyGroup);
+      const keys = [...new Set(d.keyed.map((e) => e.key))];
+      return { keys, total: keys.length };
+    },
+  };
+
+  const graph = new GraphView($('graph'), model, actions);
+  const strip = new StripView($('strip'), model, api, $('key-form'));
+  const inspector = new InspectorView($('inspector'), $('inspect-task'), model, api);
+  const sources = new SourcesView($('sources'), model);
+  const checkpoints = new CheckpointsView($('checkpoints'), model);
+  const sink = new SinkView($('sink'), model);
+  const log = new LogView($('log'), $('log-data'), model);
+  const explain = new ExplainView($('explain-body'), model, actions);
+  const controls = new Controls(model, send, actions, toast);
+  const views = [graph, strip, inspector, sources, checkpoints, sink, log, explain];
+  const names = ['graph', 'strip', 'inspector', 'sources', 'checkpoints', 'sink', 'log', 'explain'];
+  // Milliseconds spent per view, for the browser test's frame-rate report.
+  const timing = Object.fromEntries(names.map((n) => [n, 0]));
+  timing.messages = 0;
+  model.on((change) => {
+    views.forEach((v, i) => {
+      const t0 = performance.now();
+      v.onChange(change);
+      timing[names[i]] += performance.now() - t0;
+    });
+    if (change.type === 'snapshot') controls.update();
+  });
+  for (const input of document.querySelectorAll('input[name="tool"]')) {
+    input.addEventListener('change', () => { if (input.checked) graph.setTool(input.value); });
+  }
+
+  const status = $('conn');
+  const jobStatus = $('job-status');
+  const jobName = $('job-name');
+  const meta = $('job-meta');
+  const clockEl = $('clock');
+  const renderStatus = () => {
+    const snap = model.snap;
+    if (!snap) return;
+    jobName.textContent = snap.job.name;
+    jobStatus.textContent = snap.job.status;
+    jobStatus.className = `badge st-${snap.job.status}`;
+    meta.textContent = `${t(`backendName.${snap.backend}`)} · ${t(`mode.${snap.driver}`)} · ${t('status.seed', { seed: snap.seed })}`;
+  };
+  const clockText = (snap) => (snap.driver === 'step' ? t('status.clockStep', { step: snap.step, time: fmtClock(snap.at) }) : t('status.clockLive', { time: fmtClock(snap.at) }));
+  model.on(() => renderStatus());
+
+  conn = new Connection(ws.dataset.ws, {
+    onSnapshot: (m) => {
+      const t0 = performance.now();
+      model.applySnapshot(m);
+      timing.messages += performance.now() - t0;
+      if (!location.search.includes(`session=${m.session}`) && location.pathname.startsWith('/sandbox')) {
+        history.replaceState(null, '', `/sandbox/live?session=${encodeURIComponent(m.session)}`);
+        for (const a of document.querySelectorAll('[data-lang-link]')) {
+          a.href = `/sandbox/live?session=${encodeURIComponent(m.session)}&lang=${a.dataset.langLink}`;
+        }
+      }
+      clockEl.textContent = clockText(m);
+      ws.dataset.ready = 'true';
+    },
+    onEvents: (evs) => {
+      model.applyEvents(evs);
+      const last = evs[evs.length - 1];
+      if (last && model.snap) {
+        model.snap.at = Math.max(model.snap.at, last.at);
+        if (last.step) model.snap.step = Math.max(model.snap.step, last.step);
+        clockEl.textContent = clockText(model.snap);
+      }
+    },
+    onStatus: (state, detail) => {
+      status.dataset.state = state;
+      status.textContent = t(`conn.${state}`) + (detail ? ` — ${detail}` : '');
+    },
+    onError: (m) => toast(m.message, 'error'),
+  });
+
+  // One frame loop draws every panel; a panel with nothing new does nothing.
+  const frame = (now) => {
+    requestAnimationFrame(frame); // first: one failing panel must not stop the others
+    views.forEach((v, i) => {
+      if (!v.render) return;
+      const t0 = performance.now();
+      try {
+        v.render(now);
+      } catch (err) {
+        console.error(`render ${names[i]}:`, err);
+      }
+      timing[names[i]] += performance.now() - t0;
+    });
+  };
+  requestAnimationFrame(frame);
+  window.statelab = { model, conn, graph, strip, timing };
+}
+
+function fmtClock(ns) {
+  const ms = Math.floor(ns / 1e6);
+  const m = Math.floor(ms / 60000);
+  const s = Math.floor((ms % 60000) / 1000);
+  return `${m}:${String(s).padStart(2, '0')}.${String(ms % 1000).padStart(3, '0')}`;
+}
+
+main().catch((err) => {
+  const ws = $('workspace');
+  if (ws) ws.prepend(h('p', { class: 'notice error' }, `StateLab could not start this view: ${err.message || err}`));
+});

@@ -1,0 +1,126 @@
+// The toolbar, keyboard shortcuts and the help overlay. Every control is a
+// real <button>; every shortcut has a button doing the same.
+
+import { $ } from './dom.js';
+import { t } from './i18n.js';
+
+const SPEEDS = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64];
+
+export class Controls {
+  constructor(model, send, actions, toast) {
+    this.model = model;
+    this.send = send; // (name, args) -> Promise
+    this.actions = actions;
+    this.toast = toast;
+    this.play = $('btn-play');
+    this.speedOut = $('speed');
+    this.modeStep = $('btn-mode-step');
+    this.modeLive = $('btn-mode-live');
+    this.help = $('help');
+    this.seed = $('reset-seed');
+    this.seedTouched = false;
+
+    this.play.addEventListener('click', () => this.togglePlay());
+    $('btn-step').addEventListener('click', () => this.send('step', { count: 1 }));
+    $('btn-slower').addEventListener('click', () => this.changeSpeed(-1));
+    $('btn-faster').addEventListener('click', () => this.changeSpeed(1));
+    this.modeStep.addEventListener('click', () => this.setMode('step'));
+    this.modeLive.addEventListener('click', () => this.setMode('live'));
+    $('btn-checkpoint').addEventListener('click', () => this.send('trigger-checkpoint').then(() => toast(t('toast.checkpoint'))));
+    $('btn-savepoint').addEventListener('click', () => this.send('trigger-savepoint').then(() => toast(t('toast.savepoint'))));
+    $('btn-add-tm').addEventListener('click', () => actions.addTM());
+    $('btn-help').addEventListener('click', () => this.openHelp());
+    $('inject-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const input = $('inject-text');
+      const text = input.value.trim();
+      if (!text) { input.focus(); return; }
+      this.send('inject', { text }).then(() => { input.value = ''; toast(t('toast.injected', { text })); });
+    });
+    this.seed.addEventListener('input', () => { this.seedTouched = true; });
+    $('reset-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const args = {};
+      if (this.seed.value !== '') args.seed = Number(this.seed.value);
+      this.seedTouched = false;
+      this.send('reset', args).then(() => toast(t('toast.reset', { seed: args.seed ?? this.model.snap.seed })));
+    });
+    document.addEventListener('keydown', (e) => this.key(e));
+  }
+
+  // update shows the run's state on the controls.
+  update() {
+    const snap = this.model.snap;
+    if (!snap) return;
+    const playing = !snap.paused;
+    this.play.querySelector('.label').textContent = playing ? t('controls.pause') : t('controls.play');
+    this.play.querySelector('.icon').className = `icon ${playing ? 'icon-pause' : 'icon-play'}`;
+    this.play.setAttribute('aria-pressed', String(playing));
+    if (this.wantSpeed === snap.speed) this.wantSpeed = undefined;
+    this.speedOut.textContent = `${this.wantSpeed ?? snap.speed}×`;
+    const live = snap.driver === 'live';
+    this.modeStep.setAttribute('aria-pressed', String(!live));
+    this.modeLive.setAttribute('aria-pressed', String(live));
+    $('btn-step').disabled = live;
+    if (!this.seedTouched && document.activeElement !== this.seed) this.seed.value = snap.seed;
+  }
+
+  togglePlay() {
+    const snap = this.model.snap;
+    if (!snap) return;
+    this.send(snap.paused ? 'resume' : 'pause');
+  }
+
+  changeSpeed(dir) {
+    // Count from the last speed asked for, so quick clicks add up before
+    // the snapshot that confirms them arrives.
+    const cur = this.wantSpeed ?? this.model.snap?.speed ?? 1;
+    let i = SPEEDS.findIndex((v) => v >= cur - 1e-9);
+    if (i < 0) i = SPEEDS.length - 1;
+    const next = SPEEDS[Math.max(0, Math.min(SPEEDS.length - 1, i + dir))];
+    if (next === cur) return;
+    this.wantSpeed = next;
+    this.send('speed', { factor: next }).catch(() => { this.wantSpeed = undefined; });
+  }
+
+  setMode(driver) {
+    const snap = this.model.snap;
+    if (!snap || snap.driver === driver) return;
+    this.toast(t('toast.mode', { mode: t(`mode.${driver}`) }));
+    this.send('reset', { seed: snap.seed, driver });
+  }
+
+  openHelp() {
+    if (!this.help.open) this.help.showModal();
+  }
+
+  key(e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const tag = (e.target.tagName || '').toLowerCase();
+    if (tag === 'input' || tag === 'textarea' || tag === 'select' || e.target.isContentEditable) {
+      if (e.key === 'Escape') e.target.blur();
+      return;
+    }
+    if (this.help.open && e.key !== '?') return;
+    const k = e.key;
+    const run = (fn) => { e.preventDefault(); fn(); };
+    switch (k) {
+      case ' ': return run(() => this.togglePlay());
+      case 's': case 'S': return run(() => this.send('step', { count: 1 }));
+      case '+': case '=': return run(() => this.changeSpeed(1));
+      case '-': case '_': return run(() => this.changeSpeed(-1));
+      case 'm': case 'M': return run(() => this.setMode(this.model.snap?.driver === 'live' ? 'step' : 'live'));
+      case 'c': case 'C': return run(() => $('btn-checkpoint').click());
+      case 'v': case 'V': return run(() => $('btn-savepoint').click());
+      case 't': case 'T': return run(() => this.actions.addTM());
+      case ']': return run(() => this.actions.rescaleKeyed(1));
+      case '[': return run(() => this.actions.rescaleKeyed(-1));
+      case 'i': case 'I': return run(() => $('inject-text').focus());
+      case 'k': case 'K': return run(() => $('key-input').focus());
+      case 'r': case 'R': return run(() => this.seed.focus());
+      case 'l': case 'L': return run(() => this.actions.switchLanguage());
+      case '?': return run(() => (this.help.open ? this.help.close() : this.openHelp()));
+      default:
+    }
+  }
+}

@@ -1,0 +1,112 @@
+// Checkpoints: a timeline of checkpoints and savepoints on the job's clock,
+// with restore markers, and a table with the figures and labels of Flink's
+// web UI (ID, status, acknowledged, end-to-end duration, checkpointed data
+// size, alignment).
+
+import { h, s, clear } from '../dom.js';
+import { t } from '../i18n.js';
+import { num, bytes, dur } from '../format.js';
+
+const ROWS = 8;
+const WINDOW = 24; // checkpoints on the timeline
+
+// Events that change the picture; acknowledgements show in the next snapshot.
+const REDRAW = new Set(['checkpoint-triggered', 'checkpoint-completed', 'checkpoint-aborted', 'restore']);
+
+export class CheckpointsView {
+  constructor(root, model) {
+    this.root = root;
+    this.model = model;
+    this.dirty = true;
+    this.summary = h('div', { class: 'cp-summary' });
+    this.timeline = h('div', { class: 'timeline' });
+    this.table = h('div', { class: 'table-wrap' });
+    clear(root).append(this.summary, this.timeline, this.table);
+    new ResizeObserver(() => { this.dirty = true; }).observe(this.timeline);
+  }
+
+  onChange(change) {
+    if (change.type === 'snapshot' || change.events.some((e) => REDRAW.has(e.kind))) this.dirty = true;
+  }
+
+  render() {
+    if (!this.dirty || !this.model.ready) return;
+    this.dirty = false;
+    const cv = this.model.snap.checkpoints;
+    const c = cv.counts;
+    clear(this.summary).append(
+      stat(t('cp.triggered'), c.triggered), stat(t('cp.inProgress'), c.inProgress), stat(t('cp.completed'), c.completed),
+      stat(t('cp.failed'), c.failed), stat(t('cp.restored'), c.restored),
+      h('span', { class: 'cp-mode' }, `${t(`mode.${cv.mode}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`));
+    this.renderTimeline(cv);
+    this.renderTable(cv);
+  }
+
+  renderTimeline(cv) {
+    const now = this.model.snap.at;
+    // The window: the last WINDOW checkpoints, and the restores among them.
+    const hist = cv.history.slice(-WINDOW);
+    const first = Math.min(...hist.map((x) => x.triggerTime), now);
+    const restores = this.model.restores.filter((r) => r.at >= first || hist.length < WINDOW);
+    const start = Math.max(0, Math.min(first, ...restores.map((r) => r.at), now - 1));
+    const W = Math.max(300, this.timeline.clientWidth || 600);
+    const H = 64;
+    const x = (tm) => 12 + ((W - 24) * (tm - start)) / Math.max(1, now - start);
+    const svg = s('svg', { class: 'timeline-svg', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': t('cp.timelineLabel') });
+    svg.append(s('line', { x1: 12, x2: W - 12, y1: 34, y2: 34, class: 'axis' }));
+    let lastLabel = -Infinity;
+    for (const cp of hist) {
+      const cx = x(cp.triggerTime);
+      const cls = `cp-dot ${cp.status}${cp.savepoint ? ' savepoint' : ''}`;
+      const title = s('title', {}, `${cp.savepoint ? t('cp.savepoint') : t('cp.checkpoint')} ${cp.id}: ${cp.status}`);
+      if (cp.status === 'COMPLETED' && cp.endToEndDuration) {
+        svg.append(s('line', { x1: cx, x2: x(cp.triggerTime + cp.endToEndDuration), y1: 34, y2: 34, class: 'cp-span' }));
+      }
+      svg.append(cp.savepoint
+        ? s('path', { d: `M${cx},26 L${cx + 8},34 L${cx},42 L${cx - 8},34 Z`, class: cls }, title)
+        : s('circle', { cx, cy: 34, r: 6, class: cls }, title));
+      if (cx - lastLabel >= 22) {
+        svg.append(s('text', { x: cx, y: 18, class: 'cp-id', 'text-anchor': 'middle' }, String(cp.id)));
+        lastLabel = cx;
+      }
+    }
+    for (const r of restores) {
+      const rx = x(r.at);
+      svg.append(s('path', { d: `M${rx},44 L${rx + 7},58 L${rx - 7},58 Z`, class: r.checkpoint ? 'restore' : 'restore empty' },
+        s('title', {}, r.checkpoint ? t('cp.restoredFrom', { n: r.checkpoint }) : t('cp.restoredEmpty'))));
+      svg.append(s('text', { x: rx + 10, y: 57, class: 'restore-label' }, r.checkpoint ? `↺ ${r.checkpoint}` : `↺ ${t('cp.empty')}`));
+    }
+    svg.append(s('text', { x: W - 12, y: 60, class: 'now', 'text-anchor': 'end' }, t('cp.now')));
+    clear(this.timeline).append(svg);
+  }
+
+  renderTable(cv) {
+    const rows = cv.history.slice(-ROWS).reverse();
+    if (!rows.length) {
+      clear(this.table).append(h('p', { class: 'empty' }, cv.interval ? t('cp.noneYet') : t('cp.noneManual')));
+      return;
+    }
+    const tbody = h('tbody');
+    for (const cp of rows) {
+      const align = Math.max(0, ...(cp.subtasks || []).map((a) => a.alignmentDuration || 0));
+      tbody.append(h('tr', { class: `cp-row ${cp.status}` },
+        h('td', { class: 'num' }, `${cp.savepoint ? '◆ ' : ''}${cp.id}`),
+        h('td', {}, h('span', { class: `status ${cp.status}` }, cp.status), cp.discarded ? h('span', { class: 'muted' }, ` ${t('cp.discarded')}`) : ''),
+        h('td', { class: 'num' }, `${cp.acknowledged}/${cp.total}`),
+        h('td', { class: 'num' }, dur(cp.triggerTime)),
+        h('td', { class: 'num' }, cp.status === 'IN_PROGRESS' ? '…' : dur(cp.endToEndDuration)),
+        h('td', { class: 'num' }, bytes(cp.checkpointedSize)),
+        h('td', { class: 'num' }, bytes(cp.stateSize)),
+        h('td', { class: 'num' }, dur(align))));
+      if (cp.failureMessage) tbody.append(h('tr', { class: 'cp-failure' }, h('td', { colspan: 8 }, cp.failureMessage)));
+    }
+    const th = (key) => h('th', { scope: 'col', title: t(`${key}.flink`) }, t(key));
+    clear(this.table).append(h('table', { class: 'checkpoints' },
+      h('thead', {}, h('tr', {}, th('cp.id'), th('cp.status'), th('cp.acknowledged'), th('cp.triggerTime'),
+        th('cp.endToEnd'), th('cp.checkpointedSize'), th('cp.fullSize'), th('cp.alignment'))), tbody));
+  }
+}
+
+function stat(label, value) {
+  return h('span', { class: 'stat' }, h('strong', {}, num(value)), ` ${label}`);
+}

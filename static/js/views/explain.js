@@ -1,0 +1,291 @@
+// "What just happened": the story of the last thing the learner did, told
+// step by step as the engine's events arrive — a crash and its failover, a
+// rescale and its key-group moves, a checkpoint and its barriers. Nothing
+// here is scripted: a step appears when its event does.
+
+import { h, clear } from '../dom.js';
+import { t } from '../i18n.js';
+import { num, bytes, dur } from '../format.js';
+
+export class ExplainView {
+  constructor(root, model, actions) {
+    this.root = root;
+    this.model = model;
+    this.actions = actions;
+    this.episode = null;
+    this.previous = null;
+    this.sawCheckpoint = false;
+    this.dirty = true;
+  }
+
+  start(kind, title) {
+    if (this.episode && !this.episode.done) this.episode.done = true;
+    this.previous = this.episode;
+    this.episode = { kind, title, steps: [], done: false, data: {} };
+    this.dirty = true;
+    return this.episode;
+  }
+
+  step(text, state = 'done', extra) {
+    if (!this.episode) return;
+    this.episode.steps.push({ text, state, extra });
+    this.dirty = true;
+  }
+
+  active(kind) { return this.episode && !this.episode.done && this.episode.kind === kind ? this.episode : null; }
+
+  onChange(change) {
+    if (!this.model.ready) return;
+    if (change.type === 'snapshot') {
+      if (!change.previous || change.previous.seed !== this.model.snap.seed) {
+        this.episode = null;
+        this.previous = null;
+        this.sawCheckpoint = false;
+      }
+      this.settle();
+      this.dirty = true;
+      return;
+    }
+    const snap = this.model.snap;
+    for (const e of change.events) {
+      switch (e.kind) {
+        case 'command': {
+          const c = e.command || {};
+          const refused = / refused: /.test(e.message);
+          if (refused) break;
+          if (c.name === 'crash-subtask') {
+            // The engine reports the failure before the command that caused
+            // it: adopt the episode the failure started.
+            let ep = this.active('failover');
+            if (ep && ep.data.cause === c.task) {
+              ep.title = t('explain.crashSubtask.title', { task: c.task });
+              ep.steps.unshift({ text: t('explain.crashSubtask.step', { task: c.task }), state: 'bad' });
+              this.dirty = true;
+            } else {
+              ep = this.start('failover', t('explain.crashSubtask.title', { task: c.task }));
+              ep.data.cause = c.task;
+              this.step(t('explain.crashSubtask.step', { task: c.task }), 'bad');
+            }
+          } else if (c.name === 'crash-taskmanager') {
+            const ep = this.active('failover');
+            if (ep && ep.data.cause === c.taskManager) {
+              ep.title = t('explain.crashTm.title', { tm: c.taskManager });
+              this.dirty = true;
+            }
+          } else if (c.name === 'trigger-savepoint' || c.name === 'trigger-checkpoint') {
+            const ep = this.start('checkpoint', t(c.name === 'trigger-savepoint' ? 'explain.savepoint.title' : 'explain.checkpoint.title'));
+            ep.data.manual = true;
+          } else if (c.name === 'add-taskmanager') {
+            if (!this.active('rescale') && !this.active('failover')) this.start('cluster', t('explain.addTm.title'));
+          } else if (c.name === 'inject') {
+            this.start('inject', t('explain.inject.title', { text: c.text }));
+            this.step(t('explain.inject.step', { op: c.operator }));
+          }
+          break;
+        }
+        case 'taskmanager':
+          if (e.status === 'LOST') {
+            const ep = this.start('failover', t('explain.tmLost.title', { tm: e.taskManager }));
+            const tm = this.model.tmById.get(e.taskManager);
+            const tasks = tm?.tasks?.length ? tm.tasks.join(', ') : t('explain.none');
+            ep.data.cause = e.taskManager;
+            this.step(t('explain.tmLost.step', { tm: e.taskManager, tasks }), 'bad');
+            if (snap.backend === 'pebble') this.step(t('explain.tmLost.disk'), 'bad');
+          } else {
+            this.step(t('explain.tmJoined', { tm: e.taskManager }));
+          }
+          break;
+        case 'task-failed': {
+          let ep = this.active('failover');
+          if (!ep) {
+            ep = this.start('failover', t('explain.taskFailed.title', { task: e.task }));
+            ep.data.cause = e.task;
+          }
+          if (!ep.data.failed) {
+            ep.data.failed = true;
+            this.step(t('explain.failover', { left: snap.job.restartsLeft }), 'work');
+          }
+          break;
+        }
+        case 'waiting-resources': {
+          const ep = this.episode && !this.episode.done ? this.episode : this.start('cluster', t('explain.waiting.title'));
+          if (!ep.data.waiting) {
+            ep.data.waiting = true;
+            this.step(t('explain.waiting.step', { need: snap.job.slotsNeeded, have: snap.job.slotsAvailable }), 'wait', 'add-tm');
+          }
+          break;
+        }
+        case 'restore': {
+          const ep = this.episode && !this.episode.done ? this.episode : null;
+          if (!ep || !e.restore) break;
+          const cp = e.restore.checkpoint;
+          if (!ep.data.restoreTold) {
+            ep.data.restoreTold = true;
+            if (cp) {
+              this.step(t(ep.kind === 'rescale' ? 'explain.restore.savepoint' : 'explain.restore.checkpoint', { n: cp }));
+            } else {
+              this.step(t('explain.restore.empty'), 'bad');
+            }
+          }
+          if (e.restore.offsets && e.restore.offsets.length && cp) {
+            const offs = e.restore.offsets.map((o) => `p${o.partition}@${num(o.offset)}`).join(', ');
+            this.step(t('explain.restore.offsets', { task: e.task, offsets: offs }));
+          }
+          break;
+        }
+        case 'job-status': {
+          const ep = this.episode && !this.episode.done ? this.episode : null;
+          if (!ep) break;
+          if (e.status === 'FAILED') {
+            this.step(t('explain.jobFailed', { message: e.message }), 'bad');
+            ep.done = true;
+          }
+          break;
+        }
+        case 'task-status':
+          break;
+        case 'rescale-started': {
+          const from = e.value || this.model.operator(e.operator)?.parallelism;
+          this.start('rescale', t('explain.rescale.title', { op: e.operator, from, to: e.parallelism }));
+          this.step(t('explain.rescale.step1', { op: e.operator }), 'work');
+          break;
+        }
+        case 'rescale-plan': {
+          if (!this.active('rescale') || !e.rescale) break;
+          const r = e.rescale;
+          if (r.plan) {
+            this.step(t('explain.rescale.plan', { moved: r.plan.moved.length, max: r.plan.maxParallelism, from: r.plan.from, to: r.plan.to }));
+            for (const sa of r.plan.subtasks) {
+              const reads = sa.reads.map((rd) => t('explain.rescale.read', { op: r.operator, i: rd.oldSubtask, start: rd.range.start, end: rd.range.end })).join('; ');
+              this.step(t('explain.rescale.subtask', { op: r.operator, i: sa.subtask, start: sa.range.start, end: sa.range.end, reads }), 'detail');
+            }
+          }
+          if (r.operatorState && r.operatorState.length) {
+            r.operatorState.forEach((m, i) => {
+              for (const [name, items] of Object.entries(m)) {
+                this.step(t('explain.rescale.opstate', { op: r.operator, i, name, items: items.join(', ') || '–' }), 'detail');
+              }
+            });
+          }
+          break;
+        }
+        case 'rescale-completed':
+          if (this.active('rescale')) {
+            this.step(t('explain.rescale.done', { op: e.operator, p: e.parallelism }), 'good');
+            this.episode.done = true;
+          }
+          break;
+        case 'rescale-failed':
+          if (this.active('rescale')) {
+            this.step(t('explain.rescale.failed', { message: e.message }), 'bad');
+            this.episode.done = true;
+          }
+          break;
+        case 'checkpoint-triggered': {
+          let ep = this.active('checkpoint');
+          if (!ep && !this.sawCheckpoint && (!this.episode || this.episode.done)) {
+            ep = this.start('checkpoint', t('explain.firstCheckpoint.title'));
+          }
+          this.sawCheckpoint = true;
+          if (ep && !ep.data.id) {
+            ep.data.id = e.checkpoint;
+            this.step(t(e.savepoint ? 'explain.cp.triggeredSp' : 'explain.cp.triggered', { n: e.checkpoint }));
+          }
+          break;
+        }
+        case 'channel-blocked': {
+          const ep = this.active('checkpoint');
+          if (ep && ep.data.id === e.checkpoint && !ep.data.aligned) {
+            ep.data.aligned = true;
+            this.step(t('explain.cp.align', { task: e.task, channel: e.channel, n: e.checkpoint }));
+          }
+          break;
+        }
+        case 'checkpoint-completed': {
+          const ep = this.active('checkpoint');
+          if (ep && ep.data.id === e.checkpoint) {
+            const st = e.stats || {};
+            this.step(t('explain.cp.done', { n: e.checkpoint, acked: st.acknowledged, total: st.total, d: dur(st.endToEndDuration), size: bytes(st.checkpointedSize) }), 'good');
+            ep.data.completed = true;
+          }
+          const rs = this.active('rescale');
+          if (rs && e.stats?.savepoint) this.step(t('explain.rescale.savepoint', { n: e.checkpoint }));
+          break;
+        }
+        case 'txn-committed': {
+          const ep = this.active('checkpoint');
+          if (ep && ep.data.completed && !ep.data.committed) {
+            ep.data.committed = true;
+            this.step(t('explain.cp.commit', { task: e.task, records: num(e.records) }), 'good');
+            ep.done = true;
+          }
+          break;
+        }
+        case 'checkpoint-aborted': {
+          const ep = this.active('checkpoint');
+          if (ep && ep.data.id === e.checkpoint) {
+            this.step(t('explain.cp.aborted', { n: e.checkpoint, message: e.message }), 'bad');
+            ep.done = true;
+          }
+          break;
+        }
+      }
+    }
+    this.settle();
+  }
+
+  // settle ends a failover once every subtask runs again: the job turns
+  // RUNNING before its subtasks restore, so the job status alone is early.
+  settle() {
+    const ep = this.episode;
+    if (!ep || ep.done || (ep.kind !== 'failover' && ep.kind !== 'cluster') || !ep.steps.length) return;
+    if (!ep.data.failed && !ep.data.waiting) return;
+    const snap = this.model.snap;
+    const running = snap.job.status === 'RUNNING' && snap.job.operators.every((o) => o.subtasks.every((st) => st.status === 'RUNNING'));
+    if (!running) return;
+    const sem = snap.sinks[0]?.semantics;
+    this.step(t(ep.data.restoreTold ? `explain.running.${sem === 'at-least-once' ? 'alo' : 'eo'}` : 'explain.running.plain'), 'good');
+    ep.done = true;
+  }
+
+  render() {
+    if (!this.dirty || !this.model.ready) return;
+    this.dirty = false;
+    const parts = [];
+    const snap = this.model.snap;
+    const read = snap.sources.length > 0 && snap.sources.every((sv) => sv.partitions.every((p) => p.offset >= p.end));
+    if (!this.episode) {
+      const tmpl = this.model.snap.template || '';
+      parts.push(h('p', { class: 'intro' }, t(`explain.intro.${tmpl.startsWith('lesson:') ? 'lesson' : tmpl || 'wordcount'}`)));
+      parts.push(h('p', { class: 'hint' }, t('explain.try')));
+    } else {
+      parts.push(this.renderEpisode(this.episode, true));
+      if (this.previous) parts.push(h('details', { class: 'previous' }, h('summary', {}, this.previous.title), this.renderEpisode(this.previous, false)));
+    }
+    if (read && snap.job.status === 'RUNNING') parts.push(h('p', { class: 'note-end' }, t('explain.inputRead')));
+    clear(this.root).append(...parts);
+  }
+
+  renderEpisode(ep, current) {
+    const ol = h('ol', { class: 'story' });
+    let last = null;
+    let sub = null;
+    for (const st of ep.steps) {
+      if (st.state === 'detail' && last) {
+        // Details (one line per subtask) hang under the step they explain.
+        if (!sub) { sub = h('ul', { class: 'story-detail' }); last.append(sub); }
+        sub.append(h('li', {}, st.text));
+        continue;
+      }
+      sub = null;
+      const li = h('li', { class: `st-${st.state}` }, st.text);
+      if (st.extra === 'add-tm' && current) {
+        li.append(' ', h('button', { type: 'button', class: 'button mini primary', onclick: () => this.actions.addTM() }, t('controls.addTaskManager')));
+      }
+      ol.append(li);
+      last = li;
+    }
+    if (current && !ep.done) ol.append(h('li', { class: 'st-pending' }, t('explain.waitingFor')));
+    return h('div', { class: `episode ${ep.kind}` }, current ? h('h3', {}, ep.title) : null, ol);
+  }
+}

@@ -1,0 +1,493 @@
+// The job graph: operators as columns, TaskManagers as bands, each subtask a
+// box in its TaskManager's band, coloured by its status as Flink's web UI
+// colours it. Channels join subtasks; records travel on them as dots, the
+// records waiting in a channel show at its receiving end, barriers sit in
+// the channel behind the records sent before them, and a channel held back
+// during barrier alignment is drawn dashed with a lock. Real <button>s lie
+// over the boxes and labels, so every control is reachable by keyboard.
+
+import { h, s, clear, attr, text, toggle } from '../dom.js';
+import { t } from '../i18n.js';
+import { num } from '../format.js';
+import { ownerColor } from '../palette.js';
+
+const LABEL_W = 150; // TaskManager labels on the left
+const HEAD_H = 64; // operator headers on top
+const BOX_W = 156;
+const BOX_H = 62;
+const ROW_GAP = 12;
+const BAND_PAD = 14;
+const BAND_GAP = 12;
+const MAX_PACKETS = 400;
+const PACKETS_PER_CHANNEL = 8;
+const UNASSIGNED = '';
+
+export class GraphView {
+  constructor(root, model, actions) {
+    this.root = root;
+    this.model = model;
+    this.actions = actions;
+    this.tool = 'crash';
+    this.selected = null;
+    this.shape = '';
+    this.packets = [];
+    this.chans = new Map(); // channel name -> {sent, delivered, barriers: [{cp, before, born}], el...}
+    this.rates = new Map(); // edge index -> records per second of job time
+    this.lastRateSnap = null;
+    this.flash = new Map(); // task -> time of last failure, for a short pulse
+    this.dirty = true;
+
+    this.svg = s('svg', { class: 'graph-svg', role: 'img', 'aria-labelledby': 'h-graph' });
+    this.gBands = s('g', { class: 'bands' });
+    this.gEdges = s('g', { class: 'edge-labels' });
+    this.gChans = s('g', { class: 'channels' });
+    this.gQueues = s('g', { class: 'queues' });
+    this.gPackets = s('g', { class: 'packets' });
+    this.gBoxes = s('g', { class: 'boxes' });
+    this.gBarriers = s('g', { class: 'barriers' });
+    this.svg.append(this.gBands, this.gChans, this.gEdges, this.gQueues, this.gPackets, this.gBoxes, this.gBarriers);
+    this.overlay = h('div', { class: 'graph-overlay' });
+    clear(root).append(this.svg, this.overlay);
+    new ResizeObserver(() => { this.dirty = true; }).observe(root);
+  }
+
+  setTool(tool) { this.tool = tool; this.shape = ''; this.dirty = true; }
+
+  select(task) { this.selected = task; this.dirty = true; }
+
+  onChange(change) {
+    if (change.type === 'snapshot') {
+      this.syncChannels();
+      this.updateRates();
+      this.dirty = true;
+      return;
+    }
+    const now = performance.now();
+    for (const e of change.events) {
+      switch (e.kind) {
+        // Records and barriers are drawn by animate, every frame: they
+        // need no layout or update.
+        case 'records-sent': {
+          const c = this.chan(e.channel);
+          if (!c) continue;
+          c.sent += e.records;
+          this.spawn(e.channel, e.records, now);
+          continue;
+        }
+        case 'records-received': {
+          const c = this.chan(e.channel);
+          if (c) c.delivered = Math.min(c.sent, c.delivered + e.records);
+          continue;
+        }
+        case 'flow':
+          for (const f of e.flows || []) {
+            const c = this.chan(f.channel);
+            if (c) this.spawn(f.channel, f.records, now);
+          }
+          continue;
+        case 'barrier-sent': {
+          const c = this.chan(e.channel);
+          if (c) c.barriers.push({ cp: e.checkpoint, before: c.sent, born: now, savepoint: !!e.savepoint });
+          continue;
+        }
+        case 'barrier-received': {
+          const c = this.chan(e.channel);
+          if (c) {
+            const i = c.barriers.findIndex((b) => b.cp === e.checkpoint);
+            if (i >= 0) c.barriers.splice(i, 1);
+          }
+          continue;
+        }
+        case 'task-failed':
+          this.flash.set(e.task, now);
+          break;
+        case 'channel-blocked':
+        case 'channel-unblocked':
+        case 'task-status':
+        case 'taskmanager':
+        case 'job-status':
+          break;
+        default:
+          continue;
+      }
+      this.dirty = true;
+    }
+  }
+
+  chan(name) {
+    return this.chans.get(name);
+  }
+
+  // syncChannels takes the exact queue figures from a snapshot.
+  syncChannels() {
+    const seen = new Set();
+    for (const c of this.model.snap.channels) {
+      seen.add(c.name);
+      let v = this.chans.get(c.name);
+      if (!v) { v = { sent: 0, delivered: 0, barriers: [] }; this.chans.set(c.name, v); }
+      v.sent = c.sent;
+      v.delivered = c.delivered;
+      // Barriers queued now, with the records ahead of each.
+      let ahead = 0;
+      const barriers = [];
+      for (const q of c.queued || []) {
+        if (q.kind === 'records') ahead += q.records;
+        if (q.kind === 'barrier') {
+          const old = v.barriers.find((b) => b.cp === q.checkpoint);
+          barriers.push({ cp: q.checkpoint, before: c.delivered + ahead, born: old ? old.born : 0 });
+        }
+      }
+      v.barriers = barriers;
+    }
+    for (const k of [...this.chans.keys()]) if (!seen.has(k)) this.chans.delete(k);
+    this.packets = this.packets.filter((p) => seen.has(p.ch));
+  }
+
+  updateRates() {
+    const snap = this.model.snap;
+    const prev = this.lastRateSnap;
+    const sums = new Map();
+    for (const c of snap.channels) sums.set(c.edge, (sums.get(c.edge) || 0) + c.sent);
+    if (prev && snap.at > prev.at && snap.seed === prev.seed) {
+      const dt = (snap.at - prev.at) / 1e9;
+      for (const [edge, sum] of sums) {
+        const before = prev.sums.get(edge);
+        if (before !== undefined && sum >= before) this.rates.set(edge, (sum - before) / dt);
+      }
+    }
+    this.lastRateSnap = { at: snap.at, seed: snap.seed, sums };
+  }
+
+  spawn(ch, records, now) {
+    if (this.packets.length >= MAX_PACKETS) return;
+    let n = 0;
+    for (const p of this.packets) if (p.ch === ch) n++;
+    if (n >= PACKETS_PER_CHANNEL) return;
+    this.packets.push({ ch, born: now, records, el: null });
+  }
+
+  // layout computes positions; it rebuilds the DOM only when the shape of
+  // the job (subtasks, placements, size) changed.
+  layout() {
+    const m = this.model;
+    const snap = m.snap;
+    const width = Math.max(760, this.root.clientWidth);
+    const depth = new Map();
+    for (const id of m.order) {
+      let d = 0;
+      for (const e of snap.job.edges) if (e.to === id) d = Math.max(d, (depth.get(e.from) ?? 0) + 1);
+      depth.set(id, d);
+    }
+    const ncols = Math.max(1, ...[...depth.values()].map((d) => d + 1));
+    const colW = (width - LABEL_W - 16) / ncols;
+    const bands = snap.taskManagers.map((tm) => ({ id: tm.id, tm, cells: new Map() }));
+    const bandOf = new Map(bands.map((b) => [b.id, b]));
+    let unassigned = null;
+    for (const id of m.order) {
+      const op = m.operator(id);
+      for (const st of op.subtasks) {
+        let b = bandOf.get(st.taskManager);
+        if (!b) {
+          if (!unassigned) unassigned = { id: UNASSIGNED, tm: null, cells: new Map() };
+          b = unassigned;
+        }
+        const c = depth.get(id);
+        if (!b.cells.has(c)) b.cells.set(c, []);
+        b.cells.get(c).push({ op, st });
+      }
+    }
+    if (unassigned) bands.push(unassigned);
+    const pos = new Map();
+    let y = HEAD_H;
+    for (const b of bands) {
+      const rows = Math.max(1, ...[...b.cells.values()].map((l) => l.length));
+      b.y = y;
+      b.h = BAND_PAD * 2 + rows * BOX_H + (rows - 1) * ROW_GAP;
+      for (const [c, list] of b.cells) {
+        list.forEach(({ op, st }, i) => {
+          const x = LABEL_W + c * colW + (colW - BOX_W) / 2;
+          pos.set(st.name, { x, y: y + BAND_PAD + i * (BOX_H + ROW_GAP), op, st, band: b.id });
+        });
+      }
+      y += b.h + BAND_GAP;
+    }
+    const labelsY = y + 6;
+    const height = y + 40;
+    const headers = m.order.map((id) => ({ op: m.operator(id), x: LABEL_W + depth.get(id) * colW, w: colW }));
+    // Several operators in one column share it: split the header.
+    const byCol = new Map();
+    for (const hd of headers) {
+      const c = depth.get(hd.op.id);
+      if (!byCol.has(c)) byCol.set(c, []);
+      byCol.get(c).push(hd);
+    }
+    for (const list of byCol.values()) {
+      list.forEach((hd, i) => { hd.w = colW / list.length; hd.x += i * hd.w; });
+    }
+    const shape = JSON.stringify([width, this.tool, bands.map((b) => [b.id, [...b.cells].map(([c, l]) => [c, l.map((x) => x.st.name)])]),
+      snap.channels.map((c) => c.name), headers.map((hd) => [hd.op.id, hd.op.parallelism])]);
+    return { width, height, bands, pos, headers, shape, labelsY };
+  }
+
+  render(now) {
+    if (!this.model.ready) return;
+    if (this.dirty) {
+      const L = this.layout();
+      if (L.shape !== this.shape) this.build(L);
+      this.L = L;
+      this.update(now);
+      this.dirty = false;
+    }
+    this.animate(now);
+  }
+
+  // build creates every element of the current shape.
+  build(L) {
+    // Keep the keyboard focus on the same control across a rebuild.
+    const focused = this.overlay.contains(document.activeElement) ? document.activeElement.dataset.focus : null;
+    this.buildShape(L);
+    if (focused) this.overlay.querySelector(`[data-focus="${CSS.escape(focused)}"]`)?.focus();
+  }
+
+  buildShape(L) {
+    this.shape = L.shape;
+    const snap = this.model.snap;
+    attr(this.svg, 'viewBox', `0 0 ${L.width} ${L.height}`);
+    attr(this.svg, 'width', L.width);
+    attr(this.svg, 'height', L.height);
+    this.root.style.height = `${L.height}px`;
+    clear(this.gBands); clear(this.gChans); clear(this.gQueues); clear(this.gBoxes); clear(this.gBarriers); clear(this.gEdges);
+    clear(this.gPackets);
+    for (const p of this.packets) p.el = null;
+    clear(this.overlay);
+
+    // Operator headers with rescale buttons.
+    for (const hd of L.headers) {
+      const op = hd.op;
+      const el = h('div', { class: 'op-head', dataset: { op: op.id } },
+        h('div', { class: 'op-name' }, op.id, t(`kind.${op.kind}`) !== op.id ? h('span', { class: 'op-kind' }, t(`kind.${op.kind}`)) : null),
+        h('div', { class: 'op-par' },
+          h('button', { type: 'button', class: 'button mini', dataset: { focus: `op:${op.id}:-` }, 'aria-label': t('graph.rescaleDown', { op: op.id, p: op.parallelism - 1 }),
+            title: t('graph.rescaleDown', { op: op.id, p: op.parallelism - 1 }), disabled: op.parallelism <= 1,
+            onclick: () => this.actions.rescale(op.id, op.parallelism - 1) }, '−'),
+          h('span', { class: 'op-p' }, t('graph.parallelism', { p: op.parallelism, max: op.maxParallelism })),
+          h('button', { type: 'button', class: 'button mini', dataset: { focus: `op:${op.id}:+` }, 'aria-label': t('graph.rescaleUp', { op: op.id, p: op.parallelism + 1 }),
+            title: t('graph.rescaleUp', { op: op.id, p: op.parallelism + 1 }), disabled: op.parallelism >= op.maxParallelism,
+            onclick: () => this.actions.rescale(op.id, op.parallelism + 1) }, '+')));
+      el.style.left = `${hd.x + 4}px`;
+      el.style.width = `${hd.w - 8}px`;
+      this.overlay.append(el);
+    }
+
+    // TaskManager bands.
+    this.bandEls = new Map();
+    for (const b of L.bands) {
+      const rect = s('rect', { x: 4, y: b.y, width: L.width - 8, height: b.h, rx: 10, class: 'band' });
+      const label = s('text', { x: 18, y: b.y + 24, class: 'band-title' });
+      this.gBands.append(rect, label);
+      const box = h('div', { class: 'tm-label' });
+      box.style.top = `${b.y + 34}px`;
+      this.overlay.append(box);
+      this.bandEls.set(b.id, { rect, label, box });
+    }
+
+    // Channels.
+    this.chanEls = new Map();
+    for (const c of snap.channels) {
+      const a = L.pos.get(c.from);
+      const b = L.pos.get(c.to);
+      if (!a || !b) continue;
+      const x1 = a.x + BOX_W;
+      const y1 = a.y + BOX_H / 2;
+      const x2 = b.x;
+      const y2 = b.y + BOX_H / 2;
+      const dx = Math.max(30, (x2 - x1) / 2);
+      const geom = { x1, y1, c1x: x1 + dx, c1y: y1, c2x: x2 - dx, c2y: y2, x2, y2 };
+      const path = s('path', { d: `M${x1},${y1} C${geom.c1x},${y1} ${geom.c2x},${y2} ${x2},${y2}`, class: 'chan' });
+      this.gChans.append(path);
+      const q = s('rect', { class: 'queue', x: x2 - 6, y: y2 - 4, width: 0, height: 8, rx: 2 });
+      const qt = s('text', { class: 'queue-text', x: x2 - 8, y: y2 - 8, 'text-anchor': 'end' });
+      const lock = s('g', { class: 'lock', transform: `translate(${x2 - 14},${y2 + 6})` },
+        s('rect', { x: 0, y: 3, width: 9, height: 7, rx: 1 }), s('path', { d: 'M2,3 v-2 a2.5,2.5 0 0 1 5,0 v2', fill: 'none' }));
+      this.gQueues.append(q, qt, lock);
+      this.chanEls.set(c.name, { path, q, qt, lock, geom, barriers: new Map() });
+    }
+
+    // Edge labels (partitioner and rate) between operator columns.
+    this.edgeEls = [];
+    snap.job.edges.forEach((e, i) => {
+      const from = L.headers.find((hd) => hd.op.id === e.from);
+      const to = L.headers.find((hd) => hd.op.id === e.to);
+      if (!from || !to) return;
+      // Under the bands, between the two columns the edge joins.
+      const x = (from.x + from.w / 2 + to.x + to.w / 2) / 2;
+      const tick = s('path', { class: 'edge-tick', d: `M${x},${L.labelsY} v6` });
+      const label = s('text', { class: 'edge-label', x, y: L.labelsY + 18, 'text-anchor': 'middle' });
+      const rate = s('text', { class: 'edge-rate', x, y: L.labelsY + 31, 'text-anchor': 'middle' });
+      this.gEdges.append(tick, label, rate);
+      this.edgeEls[i] = { label, rate, e };
+    });
+
+    // Subtask boxes with buttons over them.
+    this.boxEls = new Map();
+    for (const [name, p] of L.pos) {
+      const g = s('g', { class: 'box', transform: `translate(${p.x},${p.y})` });
+      const rect = s('rect', { width: BOX_W, height: BOX_H, rx: 8, class: 'box-rect' });
+      const bar = s('rect', { width: 6, height: BOX_H, rx: 3, class: 'box-bar' });
+      const title = s('text', { x: 14, y: 18, class: 'box-title' }, name);
+      const status = s('text', { x: 14, y: 35, class: 'box-status' });
+      const detail = s('text', { x: 14, y: 52, class: 'box-detail' });
+      const kg = s('rect', { x: BOX_W - 18, y: 8, width: 10, height: 10, rx: 2, class: 'box-kg' });
+      const bp = s('rect', { x: 6, y: 0, width: BOX_W - 12, height: 3, class: 'box-bp' });
+      g.append(rect, bar, bp, title, status, detail, kg);
+      this.gBoxes.append(g);
+      const btn = h('button', { type: 'button', class: 'box-button', dataset: { task: name, focus: `task:${name}` },
+        onclick: () => (this.tool === 'crash' ? this.actions.crashSubtask(p.op.id, p.st.index) : this.actions.inspect(name)) });
+      btn.style.left = `${p.x}px`;
+      btn.style.top = `${p.y}px`;
+      btn.style.width = `${BOX_W}px`;
+      btn.style.height = `${BOX_H}px`;
+      this.overlay.append(btn);
+      this.boxEls.set(name, { g, rect, bar, title, status, detail, kg, bp, btn });
+    }
+  }
+
+  // update sets what changes without the shape changing.
+  update(now) {
+    const m = this.model;
+    const snap = m.snap;
+    const L = this.L;
+    for (const b of L.bands) {
+      const el = this.bandEls.get(b.id);
+      if (!el) continue;
+      const lost = b.tm && b.tm.status === 'LOST';
+      toggle(el.rect, 'lost', lost);
+      toggle(el.rect, 'unassigned', !b.tm);
+      if (b.tm) {
+        text(el.label, b.tm.id);
+        const used = b.tm.tasks ? new Set(b.tm.tasks.map((x) => x)).size : 0;
+        const slots = t('graph.slots', { n: b.tm.slots });
+        const st = lost ? t('graph.tmLost') : t('graph.tmAlive');
+        const key = `${b.tm.id}|${lost}|${b.tm.slots}|${used}`;
+        if (el.box.dataset.key !== key) {
+          el.box.dataset.key = key;
+          const hadFocus = el.box.contains(document.activeElement);
+          clear(el.box).append(
+            h('div', { class: `tm-state ${lost ? 'lost' : 'alive'}` }, `${st} · ${slots}`),
+            lost
+              ? h('button', { type: 'button', class: 'button mini', dataset: { focus: `tm:${b.tm.id}` }, onclick: () => this.actions.restartTM(b.tm.id) }, t('graph.restartTm'))
+              : h('button', { type: 'button', class: 'button mini danger', dataset: { focus: `tm:${b.tm.id}` }, onclick: () => this.actions.crashTM(b.tm.id),
+                'aria-label': t('graph.crashTmLabel', { tm: b.tm.id }) }, t('graph.crashTm')));
+          if (hadFocus) el.box.querySelector('button')?.focus();
+        }
+      } else {
+        text(el.label, t('graph.unassigned'));
+        if (el.box.dataset.key !== 'unassigned') {
+          el.box.dataset.key = 'unassigned';
+          clear(el.box).append(h('div', { class: 'tm-state lost' }, t('graph.unassignedHint')),
+            h('button', { type: 'button', class: 'button mini', onclick: () => this.actions.addTM() }, t('controls.addTaskManager')));
+        }
+      }
+    }
+    for (const [name, el] of this.boxEls) {
+      const tk = m.tasks.get(name);
+      if (!tk) continue;
+      const st = tk.st;
+      attr(el.g, 'class', `box st-${st.status}${this.selected === name ? ' selected' : ''}`);
+      text(el.status, st.status + (st.aligning ? ` · ${t('graph.aligning', { cp: st.aligning })}` : ''));
+      const parts = [`${t('graph.in')} ${num(st.recordsIn)}`];
+      if (tk.op.kind !== 'sink') parts.push(`${t('graph.out')} ${num(st.recordsOut)}`);
+      if (st.keyGroups) parts.push(`KG ${st.keyGroups.start}–${st.keyGroups.end}`);
+      text(el.detail, parts.join(' · '));
+      const keyed = !!st.keyGroups;
+      attr(el.kg, 'fill', keyed ? ownerColor(st.index) : 'none');
+      toggle(el.kg, 'hidden', !keyed);
+      toggle(el.bp, 'on', st.backpressured);
+      const f = this.flash.get(name);
+      toggle(el.g, 'flash', f !== undefined && now - f < 1200);
+      const action = this.tool === 'crash' ? t('graph.clickCrash', { task: name }) : t('graph.clickInspect', { task: name });
+      const label = `${name}: ${st.status}${st.taskManager ? `, ${st.taskManager}` : ''}${st.keyGroups ? `, ${t('term.keyGroups')} ${st.keyGroups.start}–${st.keyGroups.end}` : ''}. ${action}`;
+      attr(el.btn, 'aria-label', label);
+      attr(el.btn, 'title', action);
+      toggle(el.btn, 'crash-tool', this.tool === 'crash');
+    }
+    for (const c of snap.channels) {
+      const el = this.chanEls.get(c.name);
+      if (!el) continue;
+      toggle(el.path, 'blocked', c.blocked);
+      toggle(el.lock, 'on', c.blocked);
+    }
+    for (const [i, el] of this.edgeEls.entries()) {
+      if (!el) continue;
+      const r = this.rates.get(i);
+      text(el.label, `${el.e.from} → ${el.e.to}: ${t(`partitioner.${el.e.partitioner}`)}`);
+      text(el.rate, r !== undefined ? t('graph.rate', { n: num(Math.round(r)) }) : '');
+    }
+  }
+
+  // animate moves dots and barriers and draws the queues, every frame.
+  animate(now) {
+    if (!this.chanEls) return;
+    const speed = this.model.snap.driver === 'live' ? 450 : 700;
+    const keep = [];
+    for (const p of this.packets) {
+      const el = this.chanEls.get(p.ch);
+      const tt = (now - p.born) / speed;
+      if (!el || tt >= 1) {
+        p.el?.remove();
+        continue;
+      }
+      if (!p.el) {
+        p.el = s('circle', { r: Math.min(5, 2.5 + Math.log10(1 + p.records)), class: 'packet' });
+        this.gPackets.append(p.el);
+      }
+      const [x, y] = bezier(el.geom, easeInOut(tt) * 0.93);
+      p.el.setAttribute('cx', x.toFixed(1));
+      p.el.setAttribute('cy', y.toFixed(1));
+      keep.push(p);
+    }
+    this.packets = keep;
+    for (const [name, v] of this.chans) {
+      const el = this.chanEls.get(name);
+      if (!el) continue;
+      const queued = Math.max(0, v.sent - v.delivered);
+      const w = queued ? Math.min(60, 6 + Math.sqrt(queued) * 3) : 0;
+      attr(el.q, 'width', w.toFixed(0));
+      attr(el.q, 'x', (el.geom.x2 - w - 2).toFixed(0));
+      text(el.qt, queued ? num(queued) : '');
+      // Barriers: travel from the sender, then wait behind the records
+      // sent before them.
+      const seen = new Set();
+      for (const b of v.barriers) {
+        seen.add(b.cp);
+        let be = el.barriers.get(b.cp);
+        if (!be) {
+          be = s('g', { class: b.savepoint ? 'barrier savepoint' : 'barrier' },
+            s('rect', { x: -2.5, y: -11, width: 5, height: 22, rx: 1.5 }),
+            s('text', { y: -14, 'text-anchor': 'middle' }, String(b.cp)));
+          this.gBarriers.append(be);
+          el.barriers.set(b.cp, be);
+        }
+        const ahead = Math.max(0, b.before - v.delivered);
+        const rest = 0.9 - Math.min(0.55, Math.sqrt(ahead) * 0.04);
+        const travel = b.born ? Math.min(1, (now - b.born) / speed) : 1;
+        const [x, y] = bezier(el.geom, rest * easeInOut(travel));
+        be.setAttribute('transform', `translate(${x.toFixed(1)},${y.toFixed(1)})`);
+      }
+      for (const [cp, be] of el.barriers) {
+        if (!seen.has(cp)) { be.remove(); el.barriers.delete(cp); }
+      }
+    }
+  }
+}
+
+function bezier(g, tt) {
+  const u = 1 - tt;
+  const x = u * u * u * g.x1 + 3 * u * u * tt * g.c1x + 3 * u * tt * tt * g.c2x + tt * tt * tt * g.x2;
+  const y = u * u * u * g.y1 + 3 * u * u * tt * g.c1y + 3 * u * tt * tt * g.c2y + tt * tt * tt * g.y2;
+  return [x, y];
+}
+
+function easeInOut(x) {
+  return x < 0.5 ? 2 * x * x : 1 - (-2 * x + 2) ** 2 / 2;
+}

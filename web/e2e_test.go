@@ -1,0 +1,370 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Browser tests drive Debian's chromium through chromedp. They are skipped
+// when no browser is installed, unless E2E=1 (CI) makes a missing browser
+// a failure. Screenshots go to $ARTIFACTS (default: <repo>/artifacts/web).
+
+func chromiumPath() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func artifactsDir(t *testing.T) string {
+	dir := os.Getenv("ARTIFACTS")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "artifacts", "web")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+type browserEnv struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+	srv *Server
+}
+
+func newBrowser(t *testing.T) *browserEnv {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		if os.Getenv("E2E") == "1" {
+			t.Fatal("E2E=1 but no chromium found; install it: apt-get install -y --no-install-recommends chromium")
+		}
+		t.Skip("no chromium; set E2E=1 to require it")
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := New(Config{DataDir: t.TempDir(), Engines: NewEngine(logger), Logger: logger})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv.Handler())
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 1000),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+		hs.CloseClientConnections()
+		hs.Close()
+		_ = srv.Close()
+	})
+	require.NoError(t, chromedp.Do(ctx), "start chromium")
+	return &browserEnv{t: t, ctx: ctx, url: hs.URL, srv: srv}
+}
+
+func (b *browserEnv) run(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	require.NoError(b.t, chromedp.Do(b.ctx, actions...))
+}
+
+func (b *browserEnv) shot(name string) string {
+	b.t.Helper()
+	buf, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	require.NoError(b.t, err)
+	p := filepath.Join(artifactsDir(b.t), name+".png")
+	require.NoError(b.t, os.WriteFile(p, buf, 0o644))
+	b.t.Logf("screenshot %s", p)
+	return p
+}
+
+// eval evaluates a JavaScript expression and decodes its value.
+func eval[T any](b *browserEnv, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	require.NoError(b.t, err, expr)
+	return v
+}
+
+// waitJS polls a JavaScript boolean expression until it holds.
+func (b *browserEnv) waitJS(d time.Duration, what, expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.shot("timeout-" + strings.ReplaceAll(what, " ", "-"))
+			b.t.Fatalf("timed out after %s waiting for %s (%s); last error %v", d, what, expr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// openLive opens a sandbox live view and waits for its first snapshot.
+func (b *browserEnv) openLive(query string) {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.url + "/sandbox/live?" + query))
+	b.waitJS(20*time.Second, "the first snapshot", `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`)
+}
+
+const jsAllRunning = `(() => { const s = window.statelab?.model?.snap; if (!s || s.job.status !== 'RUNNING') return false;
+  return s.job.operators.every(o => o.subtasks.every(t => t.status === 'RUNNING')); })()`
+
+func TestBrowserHomeSandboxAndJobGraph(t *testing.T) {
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/?lang=en"))
+	title, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("h1")))
+	require.NoError(t, err)
+	assert.Contains(t, title, "Flink")
+	b.shot("01-home")
+
+	b.run(chromedp.Click(chromedp.CSS(`a.entry.primary`)), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
+	b.shot("02-sandbox-chooser")
+	// Only the chosen template's parallelism fields are enabled.
+	assert.Equal(t, 3, eval[int](b, `document.querySelectorAll('.template-par input:not([disabled])').length`))
+	b.run(chromedp.Click(chromedp.CSS(`#sandbox-form button[type=submit]`)))
+	b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
+	// word count: source 2, tokenizer 2, count 2, sink 1.
+	assert.Equal(t, 7, eval[int](b, `document.querySelectorAll('.box-button').length`))
+	assert.Equal(t, 7, eval[int](b, `document.querySelectorAll('#graph svg g.box').length`))
+	assert.Equal(t, 2, eval[int](b, `document.querySelectorAll('.tm-label').length`), "two TaskManager bands")
+	assert.Greater(t, eval[int](b, `document.querySelectorAll('#graph path.chan').length`), 6)
+	// The URL now names the session, so a reload or a second viewer joins it.
+	loc := eval[string](b, `location.search`)
+	assert.Contains(t, loc, "session=")
+	b.waitJS(20*time.Second, "records moving", `document.querySelectorAll('#graph circle.packet').length > 0`)
+	b.shot("03-live-wordcount")
+}
+
+func TestBrowserCrashSubtaskRestartsAndCountsContinue(t *testing.T) {
+	b := newBrowser(t)
+	b.openLive("template=wordcount&seed=7&interval=200ms&lang=en")
+	// Faster, through the speed buttons: 1 -> 2 -> 4 -> 8; input remains
+	// for a minute or so at this pace, so the counts can continue.
+	for range 3 {
+		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+	}
+	b.waitJS(10*time.Second, "speed 8", `window.statelab.model.snap.speed === 8`)
+	b.waitJS(60*time.Second, "a completed checkpoint and committed output",
+		`window.statelab.model.snap.checkpoints.counts.completed >= 1 && window.statelab.model.snap.sinks[0].committed > 0`)
+	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
+	before := eval[int](b, `window.statelab.model.snap.sinks[0].committed`)
+
+	// Click the subtask: the default tool crashes it.
+	b.run(chromedp.Click(chromedp.CSS(`.box-button[data-task="count#1"]`)))
+	b.waitJS(20*time.Second, "the failover story", `document.querySelector('#explain-body .episode.failover') !== null`)
+	b.shot("04-crash-failover")
+	b.waitJS(60*time.Second, "a restore from a checkpoint", `window.statelab.model.snap.counters.restores >= 1`)
+	b.waitJS(60*time.Second, "every subtask running again", jsAllRunning)
+	b.waitJS(60*time.Second, "output beyond the crash", fmt.Sprintf(`window.statelab.model.snap.sinks[0].committed > %d`, before))
+	restored := eval[int](b, `window.statelab.model.snap.job.operators.find(o => o.id === 'count').subtasks[1].restoredFrom`)
+	assert.Greater(t, restored, 0, "count#1 restored from a checkpoint")
+	assert.Equal(t, 0, eval[int](b, `window.statelab.model.snap.sinks[0].comparison.duplicateRecords`), "exactly-once: no duplicates after the failover")
+	story := eval[string](b, `document.getElementById('explain-body').innerText`)
+	assert.Contains(t, story, "count#1 failed")
+	assert.Contains(t, story, "Running again")
+	assert.GreaterOrEqual(t, eval[int](b, `document.querySelectorAll('#checkpoints path.restore').length`), 1, "a restore marker on the timeline")
+	b.shot("05-crash-recovered")
+
+	// Keyboard: Tab reaches the subtask buttons; Enter on one crashes it.
+	// (Focus by script: the graph may rebuild its buttons between a query
+	// and a focus by node id.)
+	b.waitJS(10*time.Second, "focus on tokenizer#0", `(() => { const el = document.querySelector('.box-button[data-task="tokenizer#0"]'); el?.focus(); return document.activeElement === el && el !== null; })()`)
+	b.run(chromedp.KeyEvent("\r"))
+	b.waitJS(20*time.Second, "the second failover", `window.statelab.model.snap.counters.failovers >= 2 || window.statelab.model.snap.counters.restores >= 2`)
+}
+
+func TestBrowserRescaleShowsThreeOwnersOnFlinksRanges(t *testing.T) {
+	b := newBrowser(t)
+	b.openLive("template=wordcount&seed=11&interval=300ms&taskManagers=2&slots=2&lang=en")
+	for range 4 {
+		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+		time.Sleep(150 * time.Millisecond)
+	}
+	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
+	b.run(chromedp.Click(chromedp.CSS(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)))
+	b.waitJS(90*time.Second, "count at parallelism 3, running",
+		`window.statelab.model.snap.job.operators.find(o => o.id === 'count').parallelism === 3 && `+jsAllRunning)
+	// Flink's ranges for max parallelism 128 over 3 subtasks:
+	// [ceil(i*128/3), floor(((i+1)*128-1)/3)] = [0,42], [43,85], [86,127].
+	b.waitJS(10*time.Second, "the legend with three owners", `document.querySelectorAll('.strip-legend li').length === 3`)
+	legend := eval[[]string](b, `[...document.querySelectorAll('.strip-legend li')].map(li => li.innerText)`)
+	require.Len(t, legend, 3)
+	assert.Contains(t, legend[0], "count#0")
+	assert.Contains(t, legend[0], "0–42")
+	assert.Contains(t, legend[1], "43–85")
+	assert.Contains(t, legend[2], "86–127")
+	// The strip's 128 cells carry three colours in those ranges.
+	fills := eval[[]string](b, `[...document.querySelectorAll('#strip rect.kg')].map(r => r.getAttribute('fill'))`)
+	require.Len(t, fills, 128)
+	for _, r := range [][2]int{{0, 42}, {43, 85}, {86, 127}} {
+		for g := r[0]; g <= r[1]; g++ {
+			assert.Equal(t, fills[r[0]], fills[g], "key group %d coloured as its range", g)
+		}
+	}
+	assert.NotEqual(t, fills[0], fills[43])
+	assert.NotEqual(t, fills[43], fills[86])
+	assert.NotEqual(t, fills[0], fills[86])
+	story := eval[string](b, `document.getElementById('explain-body').innerText`)
+	assert.Contains(t, story, "Rescaling count from 2 to 3")
+	b.shot("06-rescale-2-to-3")
+	// The key box answers with Flink's arithmetic: "flink".hashCode() =
+	// ((((102*31+108)*31+105)*31+110)*31+107) = 97520992.
+	b.run(chromedp.SendKeys(chromedp.CSS(`#key-input`), "flink"))
+	b.waitJS(5*time.Second, "the key box's answer", `document.getElementById('key-result').textContent.includes('hashCode 97520992')`)
+	b.shot("07-key-box")
+}
+
+// TestBrowserKeyGroupsMatchTheJVM checks static/js/keygroups.js against key
+// groups computed on a JVM (rescale/testdata/flink_keygroups.txt).
+func TestBrowserKeyGroupsMatchTheJVM(t *testing.T) {
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/"))
+	f, err := os.Open(filepath.Join("..", "rescale", "testdata", "flink_keygroups.txt"))
+	require.NoError(t, err)
+	defer f.Close()
+	type vec struct {
+		Key                           string
+		Max, P, Hash, KeyGroup, Index int
+	}
+	var vecs []vec
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 7 || fields[0] != "string" {
+			continue
+		}
+		key := ""
+		if fields[1] != "-" {
+			raw, err := hex.DecodeString(fields[1])
+			require.NoError(t, err)
+			key = string(raw)
+		}
+		n := make([]int, 5)
+		for i := range n {
+			n[i], err = strconv.Atoi(fields[2+i])
+			require.NoError(t, err)
+		}
+		vecs = append(vecs, vec{key, n[0], n[1], n[2], n[3], n[4]})
+	}
+	require.Greater(t, len(vecs), 20)
+	js := `(async () => { const m = await import('/static/js/keygroups.js'); const v = ` + toJSON(t, vecs) + `;
+	  return v.map(x => [m.javaStringHashCode(x.Key), m.keyGroupFor(x.Key, x.Max), m.operatorIndexFor(x.Max, x.P, m.keyGroupFor(x.Key, x.Max))]); })()`
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[[][]int](js, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Len(t, got, len(vecs))
+	for i, v := range vecs {
+		assert.Equal(t, []int{v.Hash, v.KeyGroup, v.Index}, got[i], "key %q max %d p %d", v.Key, v.Max, v.P)
+	}
+}
+
+// jsFPS counts requestAnimationFrame callbacks for ms milliseconds.
+func jsFPS(ms int) string {
+	return fmt.Sprintf(`new Promise(resolve => { let n = 0; const t0 = performance.now();
+	  const tick = (now) => { n++; if (now - t0 < %d) requestAnimationFrame(tick); else resolve(n * 1000 / (now - t0)); };
+	  requestAnimationFrame(tick); })`, ms)
+}
+
+// TestBrowserFramesPerSecond measures frames per second with
+// requestAnimationFrame in a sandbox of 10,000 keys and 128 key groups,
+// running at 4x with the state inspector open on a counting subtask. The
+// same browser's rate on a still page is measured first: on a shared, busy
+// machine that is the ceiling. The bound is generous (half the ceiling, or
+// 30): it catches a view that thrashes layout, not a busy machine.
+func TestBrowserFramesPerSecond(t *testing.T) {
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/?lang=en"))
+	baseline, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](jsFPS(3000), chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+
+	b.openLive("template=wordcount&seed=5&keys=10000&interval=500ms&lang=en")
+	for range 5 { // 32x to fill the state quickly
+		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+		time.Sleep(150 * time.Millisecond)
+	}
+	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
+	b.waitJS(90*time.Second, "thousands of keys in count's state",
+		`window.statelab.model.snap.job.operators.find(o => o.id === 'count').subtasks.reduce((n, s) => n + (s.state ? s.state.keys : 0), 0) > 5000`)
+	for range 3 { // back to 4x
+		b.run(chromedp.Click(chromedp.CSS(`#btn-slower`)))
+		time.Sleep(150 * time.Millisecond)
+	}
+	b.run(chromedp.Click(chromedp.CSS(`input[name=tool][value=inspect]`)), chromedp.Click(chromedp.CSS(`.box-button[data-task="count#0"]`)))
+	b.waitJS(20*time.Second, "the inspector's keyed state", `document.querySelectorAll('#inspector table.keyed tbody tr').length > 0`)
+	b.run(chromedp.Evaluate[chromedp.Void](`for (const k in window.statelab.timing) window.statelab.timing[k] = 0`))
+	fps, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](jsFPS(5000), chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	timing := eval[map[string]float64](b, `window.statelab.timing`)
+	keys := eval[int](b, `window.statelab.model.snap.job.operators.find(o => o.id === 'count').subtasks.reduce((n, s) => n + (s.state ? s.state.keys : 0), 0)`)
+	speed := eval[float64](b, `window.statelab.model.snap.speed`)
+	var load string
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Fields(string(data))[0]
+	}
+	t.Logf("frames per second: %.1f live (%d keys in state, 128 key groups, speed %gx) vs %.1f on a still page; load average %s", fps, keys, speed, baseline, load)
+	t.Logf("JavaScript milliseconds per view during the 5 s measured: %v", timing)
+	b.shot("08-fps-10000-keys")
+	assert.GreaterOrEqual(t, fps, min(30.0, 0.5*baseline), "the live view stays fluid: at least 30 fps, or half of what this browser does on a still page when the machine is too busy for that")
+}
+
+func TestBrowserChineseAndHelp(t *testing.T) {
+	b := newBrowser(t)
+	b.openLive("template=article&lang=zh")
+	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
+	text := eval[string](b, `document.body.innerText`)
+	for _, term := range []string{"作业图", "键组", "检查点", "状态", "刚刚发生了什么"} {
+		assert.Contains(t, text, term)
+	}
+	// ? opens the shortcuts, Escape closes them.
+	b.run(chromedp.KeyEvent("?"))
+	b.waitJS(5*time.Second, "the help dialog", `document.getElementById('help').open`)
+	b.shot("09-zh-help")
+	b.run(chromedp.KeyEvent("\u001b"))
+	b.waitJS(5*time.Second, "the help dialog closed", `!document.getElementById('help').open`)
+	// article: count has max parallelism 10: ten numbered cells.
+	assert.Equal(t, 10, eval[int](b, `document.querySelectorAll('#strip rect.kg').length`))
+	b.shot("10-zh-article")
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

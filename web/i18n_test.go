@@ -1,0 +1,79 @@
+package web
+
+import (
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var placeholder = regexp.MustCompile(`\{\w+\}|%s`)
+
+func placeholders(s string) []string {
+	p := placeholder.FindAllString(s, -1)
+	sort.Strings(p)
+	return p
+}
+
+func TestCataloguesAgree(t *testing.T) {
+	c, err := LoadCatalog()
+	require.NoError(t, err)
+	assert.Empty(t, c.Missing("zh"), "every English key has a Chinese text")
+	for k := range c.msgs["zh"] {
+		_, ok := c.msgs["en"][k]
+		assert.True(t, ok, "zh key %q has no English text", k)
+	}
+	for k, en := range c.msgs["en"] {
+		assert.Equal(t, placeholders(en), placeholders(c.msgs["zh"][k]), "placeholders of %q", k)
+	}
+}
+
+func TestChineseUsesFlinksTerms(t *testing.T) {
+	c, err := LoadCatalog()
+	require.NoError(t, err)
+	zh := c.T("zh")
+	// The terms a Chinese Flink learner meets, where the English says them.
+	want := map[string]string{
+		"term.stateBackend": "状态后端", "term.keyGroup": "键组", "controls.checkpoint": "检查点",
+		"controls.savepoint": "保存点", "graph.parallelism": "最大并行度", "inspector.operatorState": "算子状态",
+		"explain.cp.align": "屏障", "explain.crashSubtask.step": "任务", "explain.rescale.plan": "子任务",
+		"panel.inspector": "状态",
+	}
+	for k, term := range want {
+		assert.Contains(t, zh(k), term, k)
+	}
+	for k, v := range c.msgs["zh"] {
+		assert.NotContains(t, v, "国家", "%s: state is 状态, never 国家", k)
+		assert.NotContains(t, v, "义务", "%s: task is 任务, never 义务", k)
+	}
+}
+
+// TestPagesUseOnlyKnownKeys renders every page in both languages and fails
+// on a key that has no text (T returns the key itself).
+func TestPagesUseOnlyKnownKeys(t *testing.T) {
+	ts := newTestServer(t, nil)
+	keyLike := regexp.MustCompile(`>\s*([a-z]+\.[a-zA-Z0-9.]+)\s*<`)
+	for _, path := range []string{"/", "/sandbox", "/sandbox/live?template=wordcount", "/lessons", "/classroom", "/nope"} {
+		for _, lang := range []string{"en", "zh"} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.AddCookie(httpCookie{langCookie, lang}.cookie())
+			w := httptest.NewRecorder()
+			ts.srv.Handler().ServeHTTP(w, req)
+			body := w.Body.String()
+			for _, m := range keyLike.FindAllStringSubmatch(body, -1) {
+				if strings.Contains(m[1], "statelab") {
+					continue
+				}
+				t.Errorf("%s (%s) shows an untranslated key %q", path, lang, m[1])
+			}
+			if lang == "zh" && path == "/sandbox" {
+				assert.Contains(t, body, "状态后端")
+				assert.Contains(t, body, "检查点")
+			}
+		}
+	}
+}
