@@ -698,7 +698,9 @@ func init() {
 	register(&predicate{
 		name: "sink-committed",
 		args: []argSpec{sinkArg, {name: "min", kind: kInt, required: true}},
-		describe: both(func(a args) string { return fmt.Sprintf("The sink has committed at least %s.", plural(a.int("min"), "result")) },
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The sink has committed at least %s.", plural(a.int("min"), "result"))
+		},
 			func(a args) string { return fmt.Sprintf("sink 至少已提交 %d 个结果。", a.int("min")) }),
 		eval: func(a args, o *Observation) (bool, string) {
 			s, why := sinkView(o.Now, a.str("sink"))
@@ -714,7 +716,9 @@ func init() {
 	register(&predicate{
 		name: "sink-duplicates",
 		args: []argSpec{sinkArg, {name: "min", kind: kInt, required: true}},
-		describe: both(func(a args) string { return fmt.Sprintf("The sink holds at least %s.", plural(a.int("min"), "duplicate result")) },
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The sink holds at least %s.", plural(a.int("min"), "duplicate result"))
+		},
 			func(a args) string { return fmt.Sprintf("sink 中至少有 %d 个重复的结果。", a.int("min")) }),
 		eval: func(a args, o *Observation) (bool, string) {
 			c, why := comparison(o.Now, a.str("sink"))
