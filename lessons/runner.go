@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +122,7 @@ type runner struct {
 	s    *engine.Stepper
 	job  string
 	seed int64
+	runs int // engines started, to name their directories
 
 	mu     sync.Mutex
 	events []engine.Event
@@ -140,7 +143,17 @@ func (r *runner) start(job string, seed int64) error {
 		return err
 	}
 	spec.Seed = seed
-	s, err := engine.NewStepper(spec, engine.Options{Dir: r.opts.Dir, Logger: r.opts.Logger, RecordEvents: r.record})
+	// Every engine gets a directory of its own: a reset to the same job
+	// must start empty, not find the previous run's checkpoints.
+	dir := ""
+	if r.opts.Dir != "" {
+		r.runs++
+		dir = filepath.Join(r.opts.Dir, fmt.Sprintf("%s-%d-%s", r.l.Slug, r.runs, job))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("lesson %s: make the engine's directory: %w", r.l.Slug, err)
+		}
+	}
+	s, err := engine.NewStepper(spec, engine.Options{Dir: dir, Logger: r.opts.Logger, RecordEvents: r.record})
 	if err != nil {
 		return fmt.Errorf("lesson %s: start job %s: %w", r.l.Slug, job, err)
 	}
