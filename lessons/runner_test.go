@@ -115,3 +115,15 @@ func TestCheckAllUnknownSlug(t *testing.T) {
 	err = c.CheckAll(context.Background(), []string{"99-nope"}, RunOptions{}, nil)
 	require.ErrorIs(t, err, ErrUnknownLesson)
 }
+
+// With a data directory, a reset to the same job starts empty: it must not
+// restore the checkpoint the previous engine left there.
+func TestRunResetWithDirStartsEmpty(t *testing.T) {
+	files := fixture()
+	replace(t, files, "01-tiny/scenario.yaml", "      - checkpoint-completed: {new: 1}\n    within: 500\n",
+		"      - checkpoint-completed: {new: 1}\n    within: 500\n  - id: again\n    actions:\n      - {name: reset, args: {job: main}}\n      - {name: inject, args: {text: \"a\"}}\n    check:\n      - keyed-state: {operator: count, key: a, equals: 1}\n    within: 500\n")
+	replace(t, files, "01-tiny/lesson.en.md", "## Done {end}", "## Again {step=again}\n\nStart over.\n\n> [!hint]\n> h\n\n## Done {end}")
+	replace(t, files, "01-tiny/lesson.zh.md", "> 按钮在检查点面板里。\n", "> 按钮在检查点面板里。\n\n## 重来 {step=again}\n\n重新开始。\n\n> [!hint]\n> 提示\n")
+	_, err := loadFixture(t, files).Run(context.Background(), RunOptions{Dir: t.TempDir()})
+	require.NoError(t, err)
+}
