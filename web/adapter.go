@@ -33,6 +33,18 @@ func NewEngine(logger *slog.Logger) EngineFactory {
 			}
 			_ = e.Resume()
 			return e, nil
+		case DriverLive:
+			l, err := engine.NewLive(run.Spec, opts)
+			if err != nil {
+				return nil, specError(err)
+			}
+			// The engine's goroutines live until Close, not until the
+			// request that started the session ends.
+			if err := l.Start(context.Background()); err != nil {
+				_ = l.Close()
+				return nil, err
+			}
+			return &liveEngine{l: l}, nil
 		default:
 			return nil, fmt.Errorf("%w: driver %q is unknown; choose %q (teaching) or %q (full speed)", ErrBadArgs, run.Driver, DriverStepper, DriverLive)
 		}
@@ -181,3 +193,49 @@ func (e *stepperEngine) Close() error {
 	e.mu.Unlock()
 	return e.st.Close()
 }
+
+// liveEngine runs an engine.Live: a goroutine per subtask, real time times
+// the speed factor.
+type liveEngine struct {
+	l *engine.Live
+}
+
+var _ Engine = (*liveEngine)(nil)
+
+// Snapshot adds the sink comparison, which the Live driver leaves to Compare.
+func (e *liveEngine) Snapshot() engine.Snapshot {
+	snap := e.l.Snapshot()
+	if cmps, err := e.l.Compare(); err == nil {
+		for i := range snap.Sinks {
+			for j := range cmps {
+				if cmps[j].Sink == snap.Sinks[i].Operator {
+					c := cmps[j]
+					snap.Sinks[i].Comparison = &c
+				}
+			}
+		}
+	}
+	return snap
+}
+
+func (e *liveEngine) Inspect(task string) (engine.TaskStateView, error) {
+	v, err := e.l.TaskState(task, 0)
+	return v, commandError(err)
+}
+
+func (e *liveEngine) Subscribe(buffer int) Subscription { return engineSub{e.l.Subscribe(buffer)} }
+
+func (e *liveEngine) Apply(_ context.Context, c Command) error {
+	return commandError(e.l.Do(engineCommand(c)))
+}
+
+func (e *liveEngine) Step(int) error {
+	return fmt.Errorf("%w: stepping needs teaching mode (the Stepper); at full speed every subtask runs on its own goroutine. Switch to teaching mode to step", ErrRefused)
+}
+
+func (e *liveEngine) Pause() error  { e.l.Pause(); return nil }
+func (e *liveEngine) Resume() error { e.l.Resume(); return nil }
+
+func (e *liveEngine) SetSpeed(f float64) error { return commandError(e.l.SetSpeed(f)) }
+
+func (e *liveEngine) Close() error { return e.l.Close() }

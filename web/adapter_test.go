@@ -138,3 +138,29 @@ func TestRealEngineCrashAndRescale(t *testing.T) {
 	assert.Equal(t, CodeBadArgs, e["code"])
 	assert.Contains(t, e["message"], "max parallelism 128")
 }
+
+// TestRealEngineLiveAndSwitchingModes runs full speed, refuses a step there
+// with a reason, and switches to teaching mode with reset.
+func TestRealEngineLiveAndSwitchingModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine")
+	}
+	_, hs := newEngineServer(t)
+	c := dialURL(t, hs, "template=wordcount&seed=4&driver=live&interval=100ms")
+	first := readUntil(t, c, "snapshot", "")
+	assert.Equal(t, "live", first["driver"])
+	waitSnapshot(t, c, 60*time.Second, "committed output at full speed", func(m msg) bool { return sinkCommitted(m) > 0 })
+
+	send(t, c, `{"type":"command","id":"s","name":"step"}`)
+	e := reply(t, c, "s")
+	assert.Equal(t, CodeRefused, e["code"])
+	assert.Contains(t, e["message"], "teaching mode")
+
+	send(t, c, `{"type":"command","id":"p","name":"pause"}`)
+	require.Equal(t, "ack", reply(t, c, "p")["type"])
+	waitSnapshot(t, c, 10*time.Second, "paused", func(m msg) bool { return m["paused"] == true })
+
+	send(t, c, `{"type":"command","id":"m","name":"reset","args":{"driver":"step"}}`)
+	waitSnapshot(t, c, 10*time.Second, "teaching mode", func(m msg) bool { return m["driver"] == "step" && m["seed"] == 4.0 })
+	assert.Equal(t, "ack", reply(t, c, "m")["type"])
+}
