@@ -70,7 +70,7 @@ type Event struct {
 	Channel     string `json:"channel,omitempty"` // "tokenizer#0->count#1"
 	From        string `json:"from,omitempty"`
 	To          string `json:"to,omitempty"`
-	Edge        int    `json:"edge,omitempty"` // index into Snapshot.Job.Edges, plus one (0 = none)
+	Edge        *int   `json:"edge,omitempty"` // index into Snapshot.Job.Edges (channel events only)
 	Records     int    `json:"records,omitempty"`
 	Checkpoint  int64  `json:"checkpoint,omitempty"`
 	Savepoint   bool   `json:"savepoint,omitempty"`
@@ -215,3 +215,5 @@ func (b *bus) publish(e Event) {
 	}
 	b.active.Store(len(b.subs) > 0)
 }
+
+func edgeRef(i int) *int { return &i }

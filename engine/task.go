@@ -299,7 +299,7 @@ func (t *subtask) flush() {
 			ch := oe.chans[i]
 			t.outbox = append(t.outbox, outItem{ch: ch, e: element{kind: elemRecords, batch: b}})
 			if t.verbose {
-				t.event(Event{Kind: EvRecordsSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: ch.edge + 1,
+				t.event(Event{Kind: EvRecordsSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: edgeRef(ch.edge),
 					Records: len(b.recs), Message: fmt.Sprintf("%s sent %d records to %s", t.name, len(b.recs), ch.to.name)})
 			}
 		}
@@ -326,7 +326,7 @@ func (t *subtask) handleElement(in int, e element) error {
 		t.recordsIn.Add(int64(n))
 		if t.verbose {
 			ch := t.inputs[in]
-			t.event(Event{Kind: EvRecordsReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Records: n,
+			t.event(Event{Kind: EvRecordsReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: edgeRef(ch.edge), Records: n,
 				Message: fmt.Sprintf("%s processed %d records from %s", t.name, n, ch.from.name)})
 		}
 		err := t.fn.process(t, t.inputIndexOfEdge(in), e.batch.recs)
@@ -397,7 +397,7 @@ func fmtWatermark(w int64) string {
 func (t *subtask) handleBarrier(in int, b barrier) error {
 	ch := t.inputs[in]
 	if t.verbose {
-		t.event(Event{Kind: EvBarrierReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Checkpoint: b.ID, Savepoint: b.Savepoint,
+		t.event(Event{Kind: EvBarrierReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: edgeRef(ch.edge), Checkpoint: b.ID, Savepoint: b.Savepoint,
 			Message: fmt.Sprintf("%s received barrier %d from %s", t.name, b.ID, ch.from.name)})
 	}
 	if b.ID <= t.lastBarrier {
@@ -420,7 +420,7 @@ func (t *subtask) handleBarrier(in int, b barrier) error {
 		if t.c.spec.Checkpointing.Mode == ExactlyOnce {
 			ch.blocked.Store(true)
 			ch.blockedFor.Store(b.ID)
-			t.event(Event{Kind: EvChannelBlocked, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Checkpoint: b.ID,
+			t.event(Event{Kind: EvChannelBlocked, Channel: ch.name, From: ch.from.name, To: t.name, Edge: edgeRef(ch.edge), Checkpoint: b.ID,
 				Message: fmt.Sprintf("%s blocks %s until barrier %d has arrived on all %d inputs", t.name, ch.name, b.ID, len(t.inputs))})
 		}
 		return nil
@@ -438,7 +438,7 @@ func (t *subtask) unblockAll(id int64) {
 		if ch.blocked.Load() {
 			ch.blocked.Store(false)
 			ch.blockedFor.Store(0)
-			t.event(Event{Kind: EvChannelUnblocked, Channel: ch.name, From: ch.from.name, To: t.name, Edge: ch.edge + 1, Checkpoint: id,
+			t.event(Event{Kind: EvChannelUnblocked, Channel: ch.name, From: ch.from.name, To: t.name, Edge: edgeRef(ch.edge), Checkpoint: id,
 				Message: fmt.Sprintf("%s unblocks %s", t.name, ch.name)})
 		}
 	}
@@ -467,7 +467,7 @@ func (t *subtask) checkpoint(b barrier, alignment time.Duration) error {
 	if t.verbose {
 		for _, oe := range t.outs {
 			for _, ch := range oe.chans {
-				t.event(Event{Kind: EvBarrierSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: ch.edge + 1, Checkpoint: b.ID, Savepoint: b.Savepoint,
+				t.event(Event{Kind: EvBarrierSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: edgeRef(ch.edge), Checkpoint: b.ID, Savepoint: b.Savepoint,
 					Message: fmt.Sprintf("%s forwarded barrier %d to %s", t.name, b.ID, ch.to.name)})
 			}
 		}
