@@ -21,6 +21,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/web/pages"
 )
 
 // Browser tests drive Debian's chromium through chromedp. They are skipped
@@ -53,7 +55,9 @@ type browserEnv struct {
 	srv *Server
 }
 
-func newBrowser(t *testing.T) *browserEnv {
+func newBrowser(t *testing.T) *browserEnv { return newBrowserWith(t, nil) }
+
+func newBrowserWith(t *testing.T, mod func(*Config)) *browserEnv {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
@@ -63,7 +67,11 @@ func newBrowser(t *testing.T) *browserEnv {
 		t.Skip("no chromium; set E2E=1 to require it")
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := New(Config{DataDir: t.TempDir(), Engines: NewEngine(logger), Logger: logger})
+	cfg := Config{DataDir: t.TempDir(), Engines: NewEngine(logger), Logger: logger}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := New(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	opts := []chromedp.ExecAllocatorOption{
@@ -251,6 +259,42 @@ func TestBrowserRescaleShowsThreeOwnersOnFlinksRanges(t *testing.T) {
 	b.shot("07-key-box")
 }
 
+// TestBrowserTaskManagerCrashWaitForSlotsAndScaleOut is the new user's
+// minute: crash a TaskManager, see the job wait for a slot, restart it, then
+// scale count out, which needs a third TaskManager.
+func TestBrowserTaskManagerCrashWaitForSlotsAndScaleOut(t *testing.T) {
+	b := newBrowser(t)
+	// Two TaskManagers with one slot each: one pipeline per TaskManager.
+	b.openLive("template=wordcount&seed=3&lang=en")
+	for range 2 {
+		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+	}
+	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
+	b.waitJS(60*time.Second, "a completed checkpoint", `window.statelab.model.snap.checkpoints.counts.completed >= 1`)
+
+	b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Crash TaskManager tm-1"]`)))
+	b.waitJS(30*time.Second, "the job waiting for a slot", `document.getElementById('explain-body').innerText.includes('needs 2 slots')`)
+	story := eval[string](b, `document.getElementById('explain-body').innerText`)
+	assert.Contains(t, story, "TaskManager tm-1 crashed")
+	assert.Contains(t, story, "source#0", "the story names the subtasks that died with it")
+	assert.Equal(t, 1, eval[int](b, `document.querySelectorAll('#graph rect.band.lost').length`), "the lost TaskManager's band is marked")
+	b.shot("11-taskmanager-lost-waiting")
+
+	b.run(chromedp.Click(chromedp.CSS(`.tm-label button[data-focus="tm:tm-1"]`))) // now "Restart"
+	b.waitJS(60*time.Second, "every subtask running again", jsAllRunning)
+	b.waitJS(10*time.Second, "the story's end", `document.getElementById('explain-body').innerText.includes('Running again')`)
+	b.shot("12-taskmanager-restarted")
+
+	// Three subtasks of count need three slots: the rescale waits until a
+	// TaskManager is added.
+	b.run(chromedp.Click(chromedp.CSS(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)))
+	b.waitJS(60*time.Second, "the rescale waiting for a slot", `window.statelab.model.snap.job.waitingForResources === true`)
+	b.run(chromedp.Click(chromedp.CSS(`#btn-add-tm`)))
+	b.waitJS(90*time.Second, "count at parallelism 3 on three TaskManagers",
+		`window.statelab.model.snap.taskManagers.length === 3 && window.statelab.model.snap.job.operators.find(o => o.id === 'count').parallelism === 3 && `+jsAllRunning)
+	b.shot("13-scaled-out-three-taskmanagers")
+}
+
 // TestBrowserKeyGroupsMatchTheJVM checks static/js/keygroups.js against key
 // groups computed on a JVM (rescale/testdata/flink_keygroups.txt).
 func TestBrowserKeyGroupsMatchTheJVM(t *testing.T) {
@@ -367,4 +411,46 @@ func toJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// testLessons is a one-lesson catalogue, to see the lesson frame: text
+// beside the live view of the lesson's own session.
+type testLessons struct{}
+
+func (testLessons) List(string) []pages.LessonCard {
+	return []pages.LessonCard{{Slug: "frame", Number: 1, Title: "Key groups", Summary: "Where a key lives.", Minutes: 5}}
+}
+
+func (testLessons) Page(slug, _ string) (pages.Lesson, bool) {
+	if slug != "frame" {
+		return pages.Lesson{}, false
+	}
+	return pages.Lesson{Slug: slug, Title: "Key groups", IntroHTML: "<p>Flink splits keyed state into key groups.</p>",
+		Steps: []pages.LessonStep{
+			{ID: "step-1", Title: "Find a key", HTML: "<p>Type <code>flink</code> into the key box.</p>", Hint: "It is under the job graph."},
+			{ID: "step-2", Title: "Scale out", HTML: "<p>Press + above count.</p>"},
+		},
+		Workspace: pages.Workspace{WSQuery: "lesson=frame"}}, true
+}
+
+func (testLessons) Run(slug string) (RunConfig, bool) {
+	t, _ := Template("article")
+	spec, err := t.Build(t.Defaults)
+	if err != nil || slug != "frame" {
+		return RunConfig{}, false
+	}
+	return RunConfig{Spec: spec, Driver: DriverStepper}, true
+}
+
+func TestBrowserLessonFrame(t *testing.T) {
+	b := newBrowserWith(t, func(c *Config) { c.Lessons = testLessons{} })
+	b.run(chromedp.Navigate(b.url + "/lessons?lang=en"))
+	assert.Contains(t, eval[string](b, `document.querySelector('.lesson-list').innerText`), "Key groups")
+	b.run(chromedp.Click(chromedp.CSS(`a[data-lesson="frame"]`)))
+	b.waitJS(20*time.Second, "the lesson's live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+	assert.Equal(t, "/lessons/frame", eval[string](b, `location.pathname`), "a lesson keeps its own address")
+	assert.Equal(t, 2, eval[int](b, `document.querySelectorAll('.steps .step').length`))
+	assert.Equal(t, "lesson:frame", eval[string](b, `window.statelab.model.snap.template`))
+	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
+	b.shot("14-lesson-frame")
 }

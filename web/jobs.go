@@ -133,18 +133,21 @@ var Templates = []*JobTemplate{
 	},
 	{
 		ID: "article", TitleKey: "template.article.title", DescKey: "template.article.desc",
-		Tunable:  []string{"source", "count"},
-		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 1, "count": 2}, MaxParallelism: 10, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 20, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		Tunable:  []string{"source", "tokenizer", "count"},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 1, "tokenizer": 2, "count": 2}, MaxParallelism: 10, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 20, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
 				Name: "five-partitions",
 				Operators: []engine.OperatorSpec{
-					{ID: "source", Kind: engine.KindSource, Parallelism: 1, Options: map[string]any{"partitions": 5, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys, "wordsPerLine": 1}},
+					{ID: "source", Kind: engine.KindSource, Parallelism: 1, Options: map[string]any{"partitions": 5, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys}},
+					{ID: "tokenizer", Kind: engine.KindTokenizer, Parallelism: 2},
 					{ID: "count", Kind: engine.KindCount, Parallelism: 2},
 					{ID: "sink", Kind: engine.KindSink, Parallelism: 1},
 				},
 				Edges: []engine.EdgeSpec{
-					{From: "source", To: "count", Partitioner: engine.Hash},
+					// rebalance, so the source can go 1 -> 2 on its own.
+					{From: "source", To: "tokenizer", Partitioner: engine.Rebalance},
+					{From: "tokenizer", To: "count", Partitioner: engine.Hash},
 					{From: "count", To: "sink", Partitioner: engine.Rebalance},
 				},
 			}

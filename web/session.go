@@ -154,6 +154,7 @@ func (s *Session) requestSnapshot() {
 var structural = map[string]bool{
 	"job-status": true, "taskmanager": true, "rescale-completed": true, "rescale-failed": true,
 	"restore": true, "checkpoint-completed": true, "checkpoint-aborted": true, "record-injected": true,
+	"waiting-resources": true, "rescale-started": true, "rescale-plan": true,
 }
 
 // pump reads the engine's events and hands frames to the hub.

@@ -74,9 +74,11 @@ export class CheckpointsView {
       const rx = x(r.at);
       svg.append(s('path', { d: `M${rx},44 L${rx + 7},58 L${rx - 7},58 Z`, class: r.checkpoint ? 'restore' : 'restore empty' },
         s('title', {}, r.checkpoint ? t('cp.restoredFrom', { n: r.checkpoint }) : t('cp.restoredEmpty'))));
-      svg.append(s('text', { x: rx + 10, y: 57, class: 'restore-label' }, r.checkpoint ? `↺ ${r.checkpoint}` : `↺ ${t('cp.empty')}`));
+      const right = rx > W - 60;
+      svg.append(s('text', { x: right ? rx - 10 : rx + 10, y: 57, class: 'restore-label', 'text-anchor': right ? 'end' : 'start' },
+        r.checkpoint ? `↺ ${r.checkpoint}` : `↺ ${t('cp.empty')}`));
     }
-    svg.append(s('text', { x: W - 12, y: 60, class: 'now', 'text-anchor': 'end' }, t('cp.now')));
+    svg.append(s('text', { x: W - 12, y: 12, class: 'now', 'text-anchor': 'end' }, t('cp.now')));
     clear(this.timeline).append(svg);
   }
 

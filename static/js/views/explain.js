@@ -111,7 +111,8 @@ export class ExplainView {
           const ep = this.episode && !this.episode.done ? this.episode : this.start('cluster', t('explain.waiting.title'));
           if (!ep.data.waiting) {
             ep.data.waiting = true;
-            this.step(t('explain.waiting.step', { need: snap.job.slotsNeeded, have: snap.job.slotsAvailable }), 'wait', 'add-tm');
+            // The figures come from the snapshot that follows this event.
+            this.step(() => t('explain.waiting.step', { need: this.model.snap.job.slotsNeeded, have: this.model.snap.job.slotsAvailable }), 'wait', 'add-tm');
           }
           break;
         }
@@ -278,8 +279,21 @@ export class ExplainView {
         continue;
       }
       sub = null;
-      const li = h('li', { class: `st-${st.state}` }, st.text);
-      if (st.extra === 'add-tm' && current) {
+      if (typeof st.text === 'function') {
+        // A step whose figures come with a later snapshot: live while the
+        // job waits, frozen afterwards.
+        const waiting = this.model.snap.job.waitingForResources;
+        if (waiting) {
+          st.sawWaiting = true;
+          st.shown = st.text();
+        } else if (st.sawWaiting) {
+          st.text = st.shown; // the figures of the wait, kept
+        } else {
+          st.shown = st.text();
+        }
+      }
+      const li = h('li', { class: `st-${st.state}` }, typeof st.text === 'function' ? st.shown : st.text);
+      if (st.extra === 'add-tm' && current && this.model.snap.job.waitingForResources) {
         li.append(' ', h('button', { type: 'button', class: 'button mini primary', onclick: () => this.actions.addTM() }, t('controls.addTaskManager')));
       }
       ol.append(li);

@@ -420,7 +420,7 @@ export class GraphView {
     for (const [i, el] of this.edgeEls.entries()) {
       if (!el) continue;
       const r = this.rates.get(i);
-      text(el.label, `${el.e.from} → ${el.e.to}: ${t(`partitioner.${el.e.partitioner}`)}`);
+      text(el.label, t(`partitioner.${el.e.partitioner}`));
       text(el.rate, r !== undefined ? t('graph.rate', { n: num(Math.round(r)) }) : '');
     }
   }
