@@ -37,6 +37,8 @@ type driver interface {
 	wake(t *subtask)
 	// after runs fn in the JobManager's context d from now.
 	after(d time.Duration, fn func())
+	// sendJM delivers a subtask's message to the JobManager.
+	sendJM(m jmMsg)
 }
 
 // Options configure a driver.
@@ -337,6 +339,7 @@ func (c *core) tryAllocate() {
 		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: t.pendingRestore, seq: c.nextSeq()})
 		t.pendingRestore = nil
 	}
+	ex.started = true
 	c.drv.startTasks(ex)
 }
 

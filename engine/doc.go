@@ -19,7 +19,9 @@
 //     event for event (Replay). Lessons and the teaching view use it.
 //   - Live: the same subtask state machines on one goroutine each, bounded
 //     channels of pooled batches, a clock at a speed factor over real time.
-//   - Engine: the interface both drivers offer a viewer.
+//   - Engine: the interface both drivers offer a viewer. A running job
+//     changes driver with Stepper.ToLive and Live.ToStepper (teaching view
+//     <-> full speed) without losing a record or a pending checkpoint.
 //   - Command (Do): crash-subtask, crash-taskmanager, restart-taskmanager,
 //     add-taskmanager, trigger-checkpoint, trigger-savepoint, rescale, inject.
 //   - Event (Subscribe): typed, plain-data events; Kind says which fields are
@@ -71,7 +73,9 @@
 //     ErrBadCommand (or rescale.ErrAboveMax with Flink's reason). The
 //     Stepper logs every command with its step (CommandLog) for Replay.
 //  6. Read Snapshot, TaskState and Compare at any time; they copy.
-//  7. Close releases goroutines, state backends and temporary directories.
+//  7. To change driver, call ToLive or ToStepper and use the driver it
+//     returns from then on; the old one is closed for use.
+//  8. Close releases goroutines, state backends and temporary directories.
 //
 // # What a subtask does (the task state machine)
 //

@@ -53,6 +53,7 @@ const (
 	EvRescaleFailed     EventKind = "rescale-failed"          // Operator, Message
 	EvInjected          EventKind = "record-injected"         // Operator, Partition, Offset, Text
 	EvCommand           EventKind = "command"                 // Command (as applied), Message
+	EvDriver            EventKind = "driver"                  // Status ("step" or "live"): the job changed driver
 )
 
 // Event is one thing that happened in the engine, as plain data. Only the

@@ -62,6 +62,8 @@ type execution struct {
 	tasks    []*subtask // all subtasks, in operator topological order then index
 	channels []*channel
 	byName   map[string]*subtask
+	// started is set once the subtasks were placed and handed to the driver.
+	started bool
 }
 
 // execOperator is one operator of an execution.

@@ -29,8 +29,13 @@ type Live struct {
 
 	// JobManager mailbox: messages from subtasks and due timers.
 	qmu   sync.Mutex
-	queue []func()
+	queue []liveItem
 	qwake chan struct{}
+
+	// detaching is set while the job is handed to a Stepper: subtasks
+	// stopped mid-output keep what they had not sent.
+	detaching atomic.Bool
+	handedOff bool
 
 	// Virtual clock: virtual = base + (real - realBase) * speed, frozen while paused.
 	cmu      sync.Mutex
@@ -161,12 +166,24 @@ func poke(c chan struct{}) {
 
 // --- JobManager goroutine and timers ------------------------------------------
 
-func (l *Live) enqueue(fn func()) {
+// liveItem is one entry of the JobManager's mailbox: a message from a
+// subtask, or a due timer.
+type liveItem struct {
+	msg   jmMsg
+	isMsg bool
+	fn    func()
+}
+
+func (l *Live) push(it liveItem) {
 	l.qmu.Lock()
-	l.queue = append(l.queue, fn)
+	l.queue = append(l.queue, it)
 	l.qmu.Unlock()
 	poke(l.qwake)
 }
+
+func (l *Live) enqueue(fn func()) { l.push(liveItem{fn: fn}) }
+
+func (l *Live) sendJM(m jmMsg) { l.push(liveItem{msg: m, isMsg: true}) }
 
 func (l *Live) jobManagerLoop() {
 	defer l.wg.Done()
@@ -177,21 +194,28 @@ func (l *Live) jobManagerLoop() {
 		case <-l.qwake:
 		}
 		for {
+			// Take the mailbox under the JobManager's lock, so that a
+			// handoff to a Stepper finds every unprocessed item in it.
+			l.mu.Lock()
+			if l.closed {
+				l.mu.Unlock()
+				return
+			}
 			l.qmu.Lock()
 			q := l.queue
 			l.queue = nil
 			l.qmu.Unlock()
+			for _, it := range q {
+				if it.isMsg {
+					l.c.handleJM(it.msg)
+				} else {
+					it.fn()
+				}
+			}
+			l.mu.Unlock()
 			if len(q) == 0 {
 				break
 			}
-			l.mu.Lock()
-			for _, fn := range q {
-				if l.closed {
-					break
-				}
-				fn()
-			}
-			l.mu.Unlock()
 		}
 	}
 }
@@ -262,6 +286,10 @@ func (l *Live) flowLoop() {
 			continue
 		}
 		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return
+		}
 		var flows []ChannelFlow
 		if ex := l.c.ex; ex != nil {
 			for _, ch := range ex.channels {
@@ -419,6 +447,13 @@ func (l *Live) afterHandle(ctx context.Context, t *subtask, err error) bool {
 		for it.ch.full() {
 			select {
 			case <-ctx.Done():
+				if l.detaching.Load() {
+					// Handed to a Stepper: it sends the rest.
+					n := copy(t.outbox, t.outbox[i:])
+					clear(t.outbox[n:])
+					t.outbox = t.outbox[:n]
+					return false
+				}
 				for _, rest := range t.outbox[i:] {
 					rest.e.batch.release()
 				}
@@ -440,13 +475,12 @@ func (l *Live) afterHandle(ctx context.Context, t *subtask, err error) bool {
 	clear(t.outbox)
 	t.outbox = t.outbox[:0]
 	for _, m := range t.toJM {
-		l.enqueue(func() { c.handleJM(m) })
+		l.sendJM(m)
 	}
 	t.toJM = t.toJM[:0]
 	for _, a := range t.acks {
 		if a.async == nil {
-			m := a.msg
-			l.enqueue(func() { c.handleJM(m) })
+			l.sendJM(a.msg)
 			continue
 		}
 		// The asynchronous part of the snapshot (writing, uploading) runs
@@ -457,7 +491,7 @@ func (l *Live) afterHandle(ctx context.Context, t *subtask, err error) bool {
 			start := l.now()
 			m := a.finish()
 			m.ack.AsyncDuration = l.now() - start
-			l.enqueue(func() { c.handleJM(m) })
+			l.sendJM(m)
 		}(a)
 	}
 	t.acks = t.acks[:0]
@@ -467,8 +501,7 @@ func (l *Live) afterHandle(ctx context.Context, t *subtask, err error) bool {
 	}
 	if err != nil {
 		c.taskFailed(t, err)
-		m := jmMsg{kind: jmFailed, attempt: t.ex.attempt, task: t, reason: fmt.Sprintf("%s failed: %v", t.name, err)}
-		l.enqueue(func() { c.handleJM(m) })
+		l.sendJM(jmMsg{kind: jmFailed, attempt: t.ex.attempt, task: t, reason: fmt.Sprintf("%s failed: %v", t.name, err)})
 		return false
 	}
 	return true
@@ -497,6 +530,9 @@ func (l *Live) Subscribe(buffer int) *Subscription { return l.c.bus.subscribe(bu
 func (l *Live) Snapshot() Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return Snapshot{Driver: "closed"}
+	}
 	snap := l.c.snapshot(false)
 	l.cmu.Lock()
 	snap.Driver, snap.Paused, snap.Speed = "live", l.paused, l.speed
@@ -507,6 +543,10 @@ func (l *Live) Snapshot() Snapshot {
 // TaskState asks a running subtask for the state inspector's view.
 func (l *Live) TaskState(task string, limit int) (TaskStateView, error) {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return TaskStateView{}, ErrClosed
+	}
 	t, err := l.c.findTask(task)
 	if err == nil && t.getStatus() != TaskRunning {
 		err = fmt.Errorf("%w: %s is %s", ErrNotRunning, task, t.getStatus())
@@ -535,6 +575,9 @@ func (l *Live) TaskState(task string, limit int) (TaskStateView, error) {
 func (l *Live) Compare() ([]Comparison, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
 	return l.c.compare()
 }
 
@@ -553,8 +596,11 @@ func (l *Live) WaitDrained(ctx context.Context) error {
 		case <-tick.C:
 		}
 		l.mu.Lock()
-		terminal := l.c.terminal
+		terminal, closed := l.c.terminal, l.closed
 		l.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
 		if terminal {
 			return fmt.Errorf("%w: the job failed before the end of input", ErrJobTerminal)
 		}
@@ -566,6 +612,9 @@ func (l *Live) WaitDrained(ctx context.Context) error {
 func (l *Live) drained() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
 	c := l.c
 	a1 := l.activity.Load()
 	if l.inTransit.Load() != 0 || c.ex == nil || c.status != JobRunning || c.rescaling != nil || !c.allTasks(TaskRunning) || len(c.coord.pending) > 0 {

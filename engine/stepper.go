@@ -95,6 +95,11 @@ func (s *Stepper) now() time.Duration    { return s.clock }
 func (s *Stepper) startTasks(*execution) {}
 func (s *Stepper) stopTasks(*execution)  {}
 func (s *Stepper) wake(*subtask)         {}
+func (s *Stepper) sendJM(m jmMsg) {
+	m.seq = s.c.nextSeq()
+	s.jmq = append(s.jmq, m)
+}
+
 func (s *Stepper) after(d time.Duration, fn func()) {
 	heap.Push(&s.timers, stepTimer{at: s.clock + d, seq: s.c.nextSeq(), fn: fn})
 }
@@ -277,18 +282,17 @@ func (s *Stepper) afterHandle(t *subtask, err error, cost time.Duration) {
 	clear(t.outbox)
 	t.outbox = t.outbox[:0]
 	for _, m := range t.toJM {
-		m.seq = c.nextSeq()
-		s.jmq = append(s.jmq, m)
+		s.sendJM(m)
 	}
 	t.toJM = t.toJM[:0]
 	for _, a := range t.acks {
 		// The asynchronous part runs now (deterministically); the
-		// acknowledgement arrives after its modelled duration.
+		// acknowledgement arrives after its modelled duration, through
+		// whichever driver runs the job by then.
 		msg := a.finish()
 		s.after(a.delay, func() {
 			if msg.task.getStatus() == TaskRunning || msg.task.getStatus() == TaskFinished {
-				msg.seq = c.nextSeq()
-				s.jmq = append(s.jmq, msg)
+				c.drv.sendJM(msg)
 			}
 		})
 	}
@@ -296,7 +300,7 @@ func (s *Stepper) afterHandle(t *subtask, err error, cost time.Duration) {
 	c.flushTaskEvents(t)
 	if err != nil {
 		c.taskFailed(t, err)
-		s.jmq = append(s.jmq, jmMsg{kind: jmFailed, attempt: t.ex.attempt, task: t, reason: fmt.Sprintf("%s failed: %v", t.name, err), seq: c.nextSeq()})
+		s.sendJM(jmMsg{kind: jmFailed, attempt: t.ex.attempt, task: t, reason: fmt.Sprintf("%s failed: %v", t.name, err)})
 	}
 }
 
@@ -349,7 +353,7 @@ func (s *Stepper) RunUntilDrained(maxSteps int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := 0; i < maxSteps; i++ {
-		if s.c.drained() {
+		if !s.closed && s.c.drained() {
 			return i, nil
 		}
 		if !s.stepLocked() {
@@ -492,6 +496,9 @@ func (s *Stepper) Replay(log []LoggedCommand) error {
 func (s *Stepper) CommandLog() []LoggedCommand {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
 	return append([]LoggedCommand(nil), s.c.cmdLog...)
 }
 
@@ -502,6 +509,9 @@ func (s *Stepper) Subscribe(buffer int) *Subscription { return s.c.bus.subscribe
 func (s *Stepper) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return Snapshot{Driver: "closed"}
+	}
 	snap := s.c.snapshotWith(true, true)
 	snap.Driver, snap.Step, snap.Paused, snap.Speed = "step", s.step, s.paused, s.speed
 	return snap
@@ -510,6 +520,9 @@ func (s *Stepper) Snapshot() Snapshot {
 func (s *Stepper) lightSnapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return Snapshot{Driver: "closed"}
+	}
 	snap := s.c.snapshotWith(true, false)
 	snap.Driver, snap.Step, snap.Paused, snap.Speed = "step", s.step, s.paused, s.speed
 	return snap
@@ -520,6 +533,9 @@ func (s *Stepper) lightSnapshot() Snapshot {
 func (s *Stepper) TaskState(task string, limit int) (TaskStateView, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return TaskStateView{}, ErrClosed
+	}
 	t, err := s.c.findTask(task)
 	if err != nil {
 		return TaskStateView{}, err
@@ -532,6 +548,9 @@ func (s *Stepper) TaskState(task string, limit int) (TaskStateView, error) {
 func (s *Stepper) Compare() ([]Comparison, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
 	return s.c.compare()
 }
 
@@ -539,7 +558,7 @@ func (s *Stepper) Compare() ([]Comparison, error) {
 func (s *Stepper) Drained() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.c.drained()
+	return !s.closed && s.c.drained()
 }
 
 // Close stops the Stepper and releases state backends and directories.
