@@ -458,3 +458,41 @@ func TestStaticModulesAreJavaScript(t *testing.T) {
 		assert.NotEqual(t, http.StatusOK, resp.StatusCode, p)
 	}
 }
+
+func TestCloseEndsSessionsEnginesAndConnections(t *testing.T) {
+	ts := newTestServer(t, nil)
+	c := ts.dial("template=wordcount", nil)
+	readUntil(t, c, "snapshot", "")
+	c2 := ts.dial("template=clicks", nil)
+	readUntil(t, c2, "snapshot", "")
+	require.NoError(t, ts.srv.Close())
+	assert.True(t, ts.f.engine(0).isClosed())
+	assert.True(t, ts.f.engine(1).isClosed())
+	assert.Equal(t, 0, ts.srv.Stats().Sessions)
+	for _, conn := range []*websocket.Conn{c, c2} {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var err error
+		for err == nil {
+			_, _, err = conn.ReadMessage()
+		}
+		var ce *websocket.CloseError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, websocket.CloseGoingAway, ce.Code)
+	}
+	require.NoError(t, ts.srv.Close(), "Close twice is fine")
+}
+
+func TestCommandRateLimit(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.CommandRate = 0.5; c.CommandBurst = 2 })
+	c := ts.dial("template=wordcount", nil)
+	readUntil(t, c, "snapshot", "")
+	for i := 1; i <= 3; i++ {
+		send(t, c, fmt.Sprintf(`{"type":"command","id":"r%d","name":"trigger-checkpoint"}`, i))
+	}
+	assert.Equal(t, "ack", reply(t, c, "r1")["type"])
+	assert.Equal(t, "ack", reply(t, c, "r2")["type"])
+	e := reply(t, c, "r3")
+	assert.Equal(t, CodeRefused, e["code"])
+	assert.Contains(t, e["message"], "too many commands")
+	assert.Len(t, ts.f.engine(0).commands(), 2, "the refused command never reached the engine")
+}

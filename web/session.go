@@ -116,9 +116,11 @@ func (s *Session) close(reason string) {
 	if !s.closed.CompareAndSwap(false, true) {
 		return
 	}
-	s.srv.hub.closeSession(s, websocket.CloseGoingAway, reason)
+	// Stop the pump first: it registers joiners, so once it has ended no
+	// viewer can be registered after the hub has closed them all.
 	s.cancel()
 	<-s.done
+	s.srv.hub.closeSession(s, websocket.CloseGoingAway, reason)
 	s.cmdMu.Lock()
 	defer s.cmdMu.Unlock()
 	if err := s.engine().Close(); err != nil {

@@ -86,8 +86,14 @@ export class ExplainView {
         case 'taskmanager':
           if (e.status === 'LOST') {
             const ep = this.start('failover', t('explain.tmLost.title', { tm: e.taskManager }));
-            const tm = this.model.tmById.get(e.taskManager);
-            const tasks = tm?.tasks?.length ? tm.tasks.join(', ') : t('explain.none');
+            // Which subtasks died with it: the failures reported in this
+            // frame, else the subtasks placed on it (the snapshot may already
+            // show them gone).
+            const names = new Set(change.events.filter((x) => x.kind === 'task-failed' && x.taskManager === e.taskManager).map((x) => x.task));
+            if (!names.size) {
+              for (const op of snap.job.operators) for (const st of op.subtasks) if (st.taskManager === e.taskManager) names.add(st.name);
+            }
+            const tasks = names.size ? [...names].join(', ') : t('explain.none');
             ep.data.cause = e.taskManager;
             this.step(t('explain.tmLost.step', { tm: e.taskManager, tasks }), 'bad');
             if (snap.backend === 'pebble') this.step(t('explain.tmLost.disk'), 'bad');
