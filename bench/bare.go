@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,4 +116,142 @@ func RunBarePipeline(words []string, parallelism, maxParallelism int) (BareResul
 		}
 	}
 	return BareResult{Counts: counts, Elapsed: elapsed}, nil
+}
+
+// sinkRecord is what a bare count stage emits: the word and its new count,
+// as the engine's keyed count emits the key's new total.
+type sinkRecord struct {
+	word  string
+	count int64
+}
+
+type sinkBatch struct{ recs []sinkRecord }
+
+var sinkPool = sync.Pool{New: func() any { return &sinkBatch{recs: make([]sinkRecord, 0, BatchSize)} }}
+
+// BareWordCountResult is what the bare word count counted, how many records
+// its sinks received, and how long it took.
+type BareWordCountResult struct {
+	Counts      map[string]int64
+	SinkRecords int
+	Elapsed     time.Duration
+}
+
+// RunBareWordCount is the engine's word count job with nothing of the
+// engine: the same four stages as goroutines and channels with pooled
+// batches of BatchSize. Source i reads every parallelism-th line (a
+// partition) and tokenizes it (split on white space, lower-cased, as the
+// engine's tokenizer does) straight into key-group-routed batches (the
+// engine chains nothing, so this is already kinder than the job's forward
+// edge); counter j counts into one map per key group and emits (word, new
+// count) to sink j, which keeps every record, as the at-least-once sink
+// does.
+func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWordCountResult, error) {
+	if err := rescale.CheckParallelism(parallelism, maxParallelism); err != nil {
+		return BareWordCountResult{}, fmt.Errorf("bench: bare word count: %w", err)
+	}
+	ranges := rescale.KeyGroupRanges(maxParallelism, parallelism)
+	toCount := make([]chan *recordBatch, parallelism)
+	toSink := make([]chan *sinkBatch, parallelism)
+	for i := range parallelism {
+		toCount[i] = make(chan *recordBatch, 16)
+		toSink[i] = make(chan *sinkBatch, 16)
+	}
+	maps := make([][]map[string]int64, parallelism)
+	sunk := make([][]sinkRecord, parallelism)
+
+	start := time.Now()
+	var sinks, counters, sources sync.WaitGroup
+	for d := range parallelism {
+		sinks.Add(1)
+		go func() {
+			defer sinks.Done()
+			var kept []sinkRecord
+			for b := range toSink[d] {
+				kept = append(kept, b.recs...)
+				b.recs = b.recs[:0]
+				sinkPool.Put(b)
+			}
+			sunk[d] = kept
+		}()
+		counters.Add(1)
+		go func() {
+			defer counters.Done()
+			defer close(toSink[d])
+			r := ranges[d]
+			groups := make([]map[string]int64, r.Len())
+			out := sinkPool.Get().(*sinkBatch)
+			for b := range toCount[d] {
+				for _, rec := range b.recs {
+					m := groups[rec.kg-r.Start]
+					if m == nil {
+						m = make(map[string]int64)
+						groups[rec.kg-r.Start] = m
+					}
+					n := m[rec.word] + 1
+					m[rec.word] = n
+					out.recs = append(out.recs, sinkRecord{word: rec.word, count: n})
+					if len(out.recs) == BatchSize {
+						toSink[d] <- out
+						out = sinkPool.Get().(*sinkBatch)
+					}
+				}
+				b.recs = b.recs[:0]
+				batchPool.Put(b)
+			}
+			if len(out.recs) > 0 {
+				toSink[d] <- out
+			}
+			maps[d] = groups
+		}()
+	}
+	for s := range parallelism {
+		sources.Add(1)
+		go func() {
+			defer sources.Done()
+			pending := make([]*recordBatch, parallelism)
+			for i := s; i < len(lines); i += parallelism {
+				for _, w := range strings.Fields(lines[i]) {
+					w = strings.ToLower(w)
+					kg := rescale.KeyGroupForString(w, maxParallelism)
+					d := rescale.OperatorIndexForKeyGroup(maxParallelism, parallelism, kg)
+					b := pending[d]
+					if b == nil {
+						b = batchPool.Get().(*recordBatch)
+						pending[d] = b
+					}
+					b.recs = append(b.recs, keyedRecord{word: w, kg: kg})
+					if len(b.recs) == BatchSize {
+						toCount[d] <- b
+						pending[d] = nil
+					}
+				}
+			}
+			for d, b := range pending {
+				if b != nil {
+					toCount[d] <- b
+				}
+			}
+		}()
+	}
+	sources.Wait()
+	for _, c := range toCount {
+		close(c)
+	}
+	counters.Wait()
+	sinks.Wait()
+	elapsed := time.Since(start)
+
+	res := BareWordCountResult{Counts: make(map[string]int64), Elapsed: elapsed}
+	for _, groups := range maps {
+		for _, m := range groups {
+			for k, v := range m {
+				res.Counts[k] += v
+			}
+		}
+	}
+	for _, s := range sunk {
+		res.SinkRecords += len(s)
+	}
+	return res, nil
 }

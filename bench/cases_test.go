@@ -146,7 +146,7 @@ func TestRunOnTinySizes(t *testing.T) {
 	// One slope per plotted series: checkpoint bytes 2, time 2, rescale time 2, bytes 3.
 	assert.Equal(t, 9, groups[GroupScaling])
 	if EngineAvailable() {
-		assert.Equal(t, 2*2, groups[GroupWordCount])
+		assert.Equal(t, 3*2, groups[GroupWordCount], "memory vs two baselines and pebble at each of 2 parallelisms")
 	} else {
 		assert.Zero(t, groups[GroupWordCount])
 		assert.NotEmpty(t, rep.Notes)
@@ -168,4 +168,31 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	cancel()
 	_, err := Run(ctx, Config{Sizes: &tiny, Dir: t.TempDir()})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestBareWordCountRunsTheSameStages(t *testing.T) {
+	// Lines with several words, mixed case and extra blanks: the tokenizer
+	// splits on white space and lower-cases, as the engine's does.
+	lines := []string{"Flink  state", "state\tkey GROUP", "", "key"}
+	want := map[string]int64{"flink": 1, "state": 2, "key": 2, "group": 1}
+	for _, p := range []int{1, 2, 3} {
+		res, err := RunBareWordCount(lines, p, 128)
+		require.NoError(t, err)
+		assert.Equal(t, want, res.Counts, "p=%d", p)
+		assert.Equal(t, 6, res.SinkRecords, "one running count per word")
+	}
+	words := Workload{Seed: 9, Records: 5_000, Keys: 300}.Words()
+	res, err := RunBareWordCount(words, 2, 128)
+	require.NoError(t, err)
+	assert.NoError(t, DiffCounts(res.Counts, Count(words)))
+	assert.Equal(t, len(words), res.SinkRecords)
+}
+
+func TestBarePebbleParallelCountsLikeTheGroundTruth(t *testing.T) {
+	words := Workload{Seed: 4, Records: 2_000, Keys: 100}.Words()
+	for _, p := range []int{1, 3} {
+		res, err := CountWithBarePebbleParallel(words, p, 128, t.TempDir())
+		require.NoError(t, err)
+		assert.NoError(t, DiffCounts(res.Counts, Count(words)), "p=%d", p)
+	}
 }

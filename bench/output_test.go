@@ -198,3 +198,24 @@ func TestCostChartsHaveALinearReference(t *testing.T) {
 	assert.True(t, ref.Dashed)
 	assert.Equal(t, []Point{{1e3, 2e4}, {1e4, 2e5}, {1e5, 2e6}}, ref.Points, "through the first point, proportional to keys")
 }
+
+func TestMergePeersReplacesAnEarlierMerge(t *testing.T) {
+	r := sampleReport()
+	n := len(r.Cases)
+	p := &PeersReport{Systems: []PeerRun{{Name: "statelab-pebble", RecordsPerSecond: 90}, {Name: "goka-leveldb", RecordsPerSecond: 30, What: "goka"}},
+		Ratios: []PeerPair{{StateLab: "statelab-pebble", Peer: "goka-leveldb", Ratio: 3, Target: AtLeast(3)}}}
+	MergePeers(r, p)
+	MergePeers(r, p)
+	require.Len(t, r.Cases, n+1)
+	c := r.Cases[n]
+	assert.Equal(t, GroupPeers, c.Group)
+	assert.Equal(t, "statelab-pebble vs goka-leveldb", c.Name)
+	assert.InDelta(t, 3, c.Ratio, 1e-9)
+	require.NotNil(t, c.Target)
+	assert.True(t, c.Target.Met)
+	assert.Same(t, p, r.Peers)
+
+	MergePeers(r, &PeersReport{Systems: []PeerRun{{Name: "go-streams"}}})
+	assert.Len(t, r.Cases, n, "a report without ratios leaves no peers cases")
+	assert.Contains(t, r.Notes[len(r.Notes)-1], "no StateLab run")
+}

@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.scaling()
 	if cfg.Peers != nil {
-		r.mergePeers(cfg.Peers)
+		MergePeers(r.rep, cfg.Peers)
 	}
 	r.rep.Seconds = time.Since(start).Seconds()
 	return r.rep, nil
@@ -181,6 +181,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (r *runner) add(c Case) {
 	c.finish()
 	r.rep.Cases = append(r.rep.Cases, c)
+	r.logCase(c)
+}
+
+func (r *runner) logCase(c Case) {
 	fmt.Fprintf(r.log, "bench: %-10s %-44s %s vs %s: %s\n", c.Group, c.Name, FormatValue(c.Metric, c.Value),
 		FormatValue(c.Metric, c.BaselineValue), formatRatio(c.Ratio))
 }
@@ -371,9 +375,18 @@ func (r *runner) scaling() {
 	}
 }
 
-// mergePeers adds the peers module's ratios as cases.
-func (r *runner) mergePeers(p *PeersReport) {
-	r.rep.Peers = p
+// MergePeers adds a peers report (bench/peers --out FILE) to rep: its
+// StateLab-to-peer ratios become cases of group peers. Cases of an earlier
+// merge are replaced, so a report can be re-rendered with newer peers.
+func MergePeers(rep *Report, p *PeersReport) {
+	kept := rep.Cases[:0]
+	for _, c := range rep.Cases {
+		if c.Group != GroupPeers {
+			kept = append(kept, c)
+		}
+	}
+	rep.Cases = kept
+	rep.Peers = p
 	by := map[string]PeerRun{}
 	for _, s := range p.Systems {
 		by[s.Name] = s
@@ -386,10 +399,11 @@ func (r *runner) mergePeers(p *PeersReport) {
 		if pair.Target != nil {
 			c.Target = &Target{Op: pair.Target.Op, Ratio: pair.Target.Ratio}
 		}
-		r.add(c)
+		c.finish()
+		rep.Cases = append(rep.Cases, c)
 	}
 	if len(p.Ratios) == 0 {
-		r.note("the peers report holds no StateLab run to compare with (%d systems)", len(p.Systems))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the peers report holds no StateLab run to compare with (%d systems)", len(p.Systems)))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -73,14 +75,111 @@ func CountWithValueState(kind state.BackendKind, words []string, maxParallelism 
 }
 
 // CountWithBareMap is the floor of the memory backend: one Go map, one
-// increment per word, no key group, no serialisation.
+// increment per word, no key group, no serialisation. The key is looked up
+// from its bytes, as a record off a channel delivers it (and as
+// state/bench_test.go's baseline does): indexing with the very string
+// objects that were inserted would let Go's map skip comparing key bytes, a
+// shortcut no engine gets.
 func CountWithBareMap(words []string) CountResult {
 	m := make(map[string]int64)
+	var key []byte
 	start := time.Now()
 	for _, w := range words {
-		m[w]++
+		key = append(key[:0], w...)
+		m[string(key)]++
 	}
 	return CountResult{Counts: m, Elapsed: time.Since(start)}
+}
+
+// CountWithBarePebbleParallel is the floor of the pebble backend at
+// parallelism p: p goroutines, each with its own Pebble database (WAL off)
+// like the engine's p count subtasks, each doing Get and Set of an 8-byte
+// count, in StateLab's key layout, for the words whose key group it owns.
+// The words are split by owner before the clock starts: routing is the
+// pipeline's cost, not Pebble's.
+func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir string) (CountResult, error) {
+	if err := rescale.CheckParallelism(p, maxParallelism); err != nil {
+		return CountResult{}, fmt.Errorf("bench: bare pebble: %w", err)
+	}
+	type keyed struct {
+		word string
+		kg   int
+	}
+	share := make([][]keyed, p)
+	for _, w := range words {
+		kg := rescale.KeyGroupForString(w, maxParallelism)
+		i := rescale.OperatorIndexForKeyGroup(maxParallelism, p, kg)
+		share[i] = append(share[i], keyed{w, kg})
+	}
+	dbs := make([]*pebble.DB, p)
+	defer func() {
+		for _, db := range dbs {
+			if db != nil {
+				db.Close()
+			}
+		}
+	}()
+	for i := range dbs {
+		db, err := openScratchPebble(filepath.Join(dir, fmt.Sprint(i)))
+		if err != nil {
+			return CountResult{}, err
+		}
+		dbs[i] = db
+	}
+	errs := make([]error, p)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range p {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var key []byte
+			var val [8]byte
+			for _, r := range share[i] {
+				key = encodeStateKey(key[:0], r.kg, r.word)
+				var n uint64
+				got, closer, err := dbs[i].Get(key)
+				switch {
+				case err == nil:
+					n = binary.BigEndian.Uint64(got)
+					closer.Close()
+				case errors.Is(err, pebble.ErrNotFound):
+				default:
+					errs[i] = err
+					return
+				}
+				binary.BigEndian.PutUint64(val[:], n+1)
+				if err := dbs[i].Set(key, val[:], pebble.NoSync); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return CountResult{}, fmt.Errorf("bench: bare pebble: %w", err)
+	}
+	counts := make(map[string]int64)
+	for _, db := range dbs {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			return CountResult{}, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			w, err := decodeStateKey(it.Key())
+			if err != nil {
+				it.Close()
+				return CountResult{}, err
+			}
+			counts[w] = int64(binary.BigEndian.Uint64(it.Value()))
+		}
+		if err := it.Close(); err != nil {
+			return CountResult{}, err
+		}
+	}
+	return CountResult{Counts: counts, Elapsed: elapsed}, nil
 }
 
 // CountWithBarePebble is the floor of the pebble backend: Pebble opened with

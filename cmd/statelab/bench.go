@@ -29,6 +29,7 @@ func runBench(ctx context.Context, args []string, io IO) int {
 	only := fs.String("only", "", "comma-separated groups to run: "+strings.Join(bench.Groups, ","))
 	peers := fs.String("peers", "", "merge a peers report written by 'cd bench/peers && go run . --out FILE'")
 	strict := fs.Bool("strict", false, "exit 1 when a case misses its target")
+	from := fs.String("from", "", "measure nothing: re-render this bench.json (with --peers merged) as table, JSON and charts")
 	if code, done := parseFlags(fs, args, io); done {
 		return code
 	}
@@ -60,11 +61,25 @@ func runBench(ctx context.Context, args []string, io IO) int {
 		cfg.Peers = p
 	}
 
-	fmt.Fprintf(io.Err, "statelab bench: seed %d, %s run\n", *seed, map[bool]string{true: "quick", false: "full"}[*quick])
-	rep, err := bench.Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(io.Err, "statelab bench: %v\n", err)
-		return exitFail
+	var rep *bench.Report
+	if *from != "" {
+		r, err := readReport(*from)
+		if err != nil {
+			code, _ := usageError(io, fs.Name(), "%v", err)
+			return code
+		}
+		if cfg.Peers != nil {
+			bench.MergePeers(r, cfg.Peers)
+		}
+		rep = r
+	} else {
+		fmt.Fprintf(io.Err, "statelab bench: seed %d, %s run\n", *seed, map[bool]string{true: "quick", false: "full"}[*quick])
+		r, err := bench.Run(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(io.Err, "statelab bench: %v\n", err)
+			return exitFail
+		}
+		rep = r
 	}
 	if *out != "" {
 		files, err := bench.WriteOutputs(*out, rep)
@@ -104,4 +119,20 @@ func readPeers(path string) (*bench.PeersReport, error) {
 		return nil, fmt.Errorf("peers report %s lists no systems; write it with 'cd bench/peers && go run . --out FILE'", path)
 	}
 	return &p, nil
+}
+
+// readReport reads a bench.json written by an earlier run.
+func readReport(path string) (*bench.Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w (write one with 'statelab bench --out DIR')", err)
+	}
+	var r bench.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("report %s is not a bench.json: %w", path, err)
+	}
+	if r.Schema != bench.ReportSchema {
+		return nil, fmt.Errorf("report %s has schema %d, this statelab reads %d; run the bench again", path, r.Schema, bench.ReportSchema)
+	}
+	return &r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,6 +77,19 @@ func TestBenchQuickOnTinySizes(t *testing.T) {
 	for _, f := range []string{"checkpoint-bytes.svg", "checkpoint-time.svg", "rescale-time.svg", "rescale-bytes.svg", "ratios.svg"} {
 		assert.FileExists(t, filepath.Join(out, f))
 	}
+
+	// --from re-renders without measuring; --peers merges (replacing the
+	// earlier merge, not adding to it).
+	out2 := filepath.Join(t.TempDir(), "again")
+	code, stdout, stderr = runCLI(t, "bench", "--from", filepath.Join(out, "bench.json"), "--peers", peersFile, "--out", out2)
+	require.Equal(t, exitOK, code, stderr)
+	assert.NotContains(t, stderr, "seed 4", "nothing is measured")
+	assert.Equal(t, 1, strings.Count(stdout, "statelab-memory vs go-streams"))
+	assert.FileExists(t, filepath.Join(out2, "ratios.svg"))
+
+	code, _, stderr = runCLI(t, "bench", "--from", filepath.Join(t.TempDir(), "none.json"))
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "read report")
 
 	code, stdout, _ = runCLI(t, "bench", "--quick", "--rounds", "1", "--only", "rescale", "--out", "", "--json")
 	require.Equal(t, exitOK, code)
