@@ -153,6 +153,7 @@ export class GraphView {
       for (const [edge, sum] of sums) {
         const before = prev.sums.get(edge);
         if (before !== undefined && sum >= before) this.rates.set(edge, (sum - before) / dt);
+        else this.rates.delete(edge); // a restart reset the counters
       }
     }
     this.lastRateSnap = { at: snap.at, seed: snap.seed, sums };

@@ -26,7 +26,7 @@ export class SourcesView {
           if (!old) continue;
           for (const p of sv.partitions) {
             const o = old.partitions[p.partition];
-            if (o && p.offset < o.offset && p.owner >= 0) this.rewound.set(`${sv.operator}/${p.partition}`, { at: now, from: o.offset });
+            if (o && p.offset < o.offset && p.owner >= 0) this.rewound.set(`${sv.operator}/${p.partition}`, { at: now, from: o.offset, to: p.offset });
           }
         }
       }
@@ -56,7 +56,7 @@ export class SourcesView {
         const rw = this.rewound.get(`${sv.operator}/${p.partition}`);
         const showRw = rw && now - rw.at < 8000;
         r.tr.classList.toggle('rewound', !!showRw);
-        text(r.note, showRw ? t('sources.rewound', { from: num(rw.from), to: num(p.offset) }) : '');
+        text(r.note, showRw ? t('sources.rewound', { from: num(rw.from), to: num(rw.to) }) : '');
       }
     }
   }
