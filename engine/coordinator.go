@@ -139,7 +139,7 @@ func (co *coordinator) ack(c *core, m jmMsg) {
 // completeCheckpoint writes the metadata, applies retention, and notifies
 // every subtask: two-phase-commit sinks commit now.
 func (c *core) completeCheckpoint(p *pendingCheckpoint) {
-	meta := &state.CheckpointMetadata{JobID: c.spec.Name, CheckpointID: p.id, Savepoint: p.savepoint}
+	meta := &state.CheckpointMetadata{JobID: c.storage.JobID(), CheckpointID: p.id, Savepoint: p.savepoint}
 	for _, eo := range c.ex.ops {
 		os := state.OperatorState{OperatorID: eo.spec.ID, Parallelism: eo.parallelism, MaxParallelism: eo.maxPar}
 		for _, t := range eo.tasks {

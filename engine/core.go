@@ -146,7 +146,10 @@ func newCore(spec *JobSpec, opts Options) (*core, error) {
 			c.sinks[o.ID] = newSinkStore()
 		}
 	}
-	cfg := state.StorageConfig{Kind: state.JobManagerStorage, JobID: s.Name, Retained: s.Checkpointing.Retained,
+	// The job's name is for people and may hold anything (spaces, slashes);
+	// its checkpoint directory gets a safe name derived from it, as Flink
+	// names directories by the hex JobID and shows the name beside it.
+	cfg := state.StorageConfig{Kind: state.JobManagerStorage, JobID: state.SafeDirName(s.Name), Retained: s.Checkpointing.Retained,
 		MaxStateSize: int64(s.Checkpointing.MaxStateBytes)}
 	if s.Backend != BackendMemory {
 		cfg.Kind = state.FileSystemStorage

@@ -17,6 +17,7 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 	s := Snapshot{Seed: c.spec.Seed, At: c.clock(), Backend: c.spec.Backend}
 	j := &s.Job
 	j.Name, j.Status, j.Attempt, j.WaitingForResources = c.spec.Name, c.status, c.attempt, c.waiting
+	j.CheckpointDir = c.storage.JobID()
 	j.SlotsNeeded, j.SlotsAvailable = slotsNeeded(c.par), c.aliveSlots()
 	j.RestartsLeft = max(0, c.spec.Restart.Attempts-c.failures)
 	if c.spec.Restart.Strategy == RestartNone {

@@ -626,7 +626,10 @@ func (t *subtask) open(r *restoreSpec) error {
 			Incremental: t.c.spec.Checkpointing.Incremental, Logger: t.c.logger,
 			KeyRenderer: func(b []byte) string { return string(b) }}
 		if cfg.Kind == state.Pebble {
-			t.localDir = filepath.Join(t.tm.localDir, fmt.Sprintf("attempt-%d", t.ex.attempt), t.name)
+			// An operator id is user input: its directory name is made
+			// safe, so "../x" cannot leave the TaskManager's local disk.
+			t.localDir = filepath.Join(t.tm.localDir, fmt.Sprintf("attempt-%d", t.ex.attempt),
+				taskName(state.SafeDirName(eo.spec.ID), t.index))
 			cfg.Dir = t.localDir
 		}
 		var err error

@@ -32,11 +32,16 @@ type Snapshot struct {
 // JobView is the job graph with its subtasks, the shape of the web protocol's
 // "job" object.
 type JobView struct {
-	Name      string         `json:"name"`
-	Status    JobStatus      `json:"status"`
-	Attempt   int            `json:"attempt"`
-	Operators []OperatorView `json:"operators"`
-	Edges     []EdgeView     `json:"edges"`
+	// Name is the job's name as the spec gives it (any text).
+	Name string `json:"name"`
+	// CheckpointDir is the job's directory name in checkpoint storage: the
+	// name itself when it is a safe directory name, otherwise a safe name
+	// derived from it (state.SafeDirName).
+	CheckpointDir string         `json:"checkpointDir"`
+	Status        JobStatus      `json:"status"`
+	Attempt       int            `json:"attempt"`
+	Operators     []OperatorView `json:"operators"`
+	Edges         []EdgeView     `json:"edges"`
 	// Rescale is the rescale in progress, if any.
 	Rescale *RescaleView `json:"rescale,omitempty"`
 	// WaitingForResources is set while the job needs more slots than the

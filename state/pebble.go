@@ -851,7 +851,12 @@ func downloadCheckpoint(storage CheckpointStorage, h *KeyedStateHandle, dir stri
 	}
 	var read int64
 	for _, f := range append(slices.Clone(h.SharedFiles), h.PrivateFiles...) {
-		n, err := downloadFile(storage, f.File, filepath.Join(dir, filepath.Base(f.LocalName)))
+		// The name comes from metadata on a shared disk: it must be one
+		// plain file name, so it cannot point outside dir.
+		if !ValidDirName(f.LocalName) {
+			return read, fmt.Errorf("%w: checkpoint %d: local file name %q is not a plain file name", ErrCorrupt, h.CheckpointID, f.LocalName)
+		}
+		n, err := downloadFile(storage, f.File, filepath.Join(dir, f.LocalName))
 		read += n
 		if err != nil {
 			return read, fmt.Errorf("checkpoint %d: %w", h.CheckpointID, err)

@@ -71,8 +71,11 @@ func newStorage(cfg StorageConfig) (CheckpointStorage, error) {
 	if cfg.JobID == "" {
 		return nil, errors.New("state: checkpoint storage needs a job id")
 	}
-	if sanitize(cfg.JobID) != cfg.JobID {
-		return nil, fmt.Errorf("state: job id %q may hold only letters, digits, '.', '_' and '-'", cfg.JobID)
+	if !ValidDirName(cfg.JobID) {
+		// The id names the job's directory: a space or a slash would break
+		// it, and "../x" would leave the checkpoint directory.
+		return nil, fmt.Errorf("state: job id %q cannot name the job's checkpoint directory: use 1 to %d %s, or map a display name with SafeDirName",
+			cfg.JobID, maxDirName, AllowedNameChars)
 	}
 	if cfg.Retained <= 0 {
 		cfg.Retained = 1
@@ -191,7 +194,9 @@ func (s *checkpointStorage) unique(dir, name string) string {
 }
 
 func (s *checkpointStorage) CreateFile(target SnapshotTarget, scope Scope, name string) (FileWriter, error) {
-	name = sanitize(name)
+	// Safe characters only, and no leading dot: "." or ".." would name a
+	// directory, ".inprogress-…" a temporary file.
+	name = strings.TrimLeft(sanitize(name), ".")
 	if name == "" {
 		name = "state"
 	}
@@ -325,6 +330,9 @@ func (s *checkpointStorage) addPending(id int64, p string) {
 }
 
 func (s *checkpointStorage) ReferenceShared(checkpointID int64, ref FileRef) error {
+	if err := checkRelPath(ref.Path); err != nil {
+		return fmt.Errorf("checkpoint %d: %w", checkpointID, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !strings.HasPrefix(ref.Path, "shared/") {
@@ -338,6 +346,11 @@ func (s *checkpointStorage) ReferenceShared(checkpointID int64, ref FileRef) err
 }
 
 func (s *checkpointStorage) OpenFile(ref FileRef) (FileReader, error) {
+	// A path comes from checkpoint metadata, which lives on a shared disk:
+	// it must not reach outside the job's directory.
+	if err := checkRelPath(ref.Path); err != nil {
+		return nil, err
+	}
 	r, err := s.blobs.open(ref.Path)
 	if err != nil {
 		return nil, err
@@ -452,6 +465,9 @@ func (s *checkpointStorage) CompleteCheckpoint(meta *CheckpointMetadata) ([]int6
 		return nil, fmt.Errorf("state: checkpoint %d is already complete", meta.CheckpointID)
 	}
 	for _, f := range meta.Files() {
+		if err := checkRelPath(f.Path); err != nil {
+			return nil, fmt.Errorf("checkpoint %d: %w", meta.CheckpointID, err)
+		}
 		if _, ok := s.sizes[f.Path]; !ok {
 			return nil, fmt.Errorf("%w: checkpoint %d: file %s was never written or is gone", ErrMissing, meta.CheckpointID, f.Path)
 		}
