@@ -12,7 +12,7 @@ const (
 	CmdCrashSubtask       = "crash-subtask"       // Task
 	CmdCrashTaskManager   = "crash-taskmanager"   // TaskManager
 	CmdRestartTaskManager = "restart-taskmanager" // TaskManager
-	CmdAddTaskManager     = "add-taskmanager"     // (none)
+	CmdAddTaskManager     = "add-taskmanager"     // Slots (optional; 0 = the cluster's slots per TaskManager)
 	CmdTriggerCheckpoint  = "trigger-checkpoint"  // (none)
 	CmdTriggerSavepoint   = "trigger-savepoint"   // (none)
 	CmdRescale            = "rescale"             // Operator, Parallelism
@@ -29,6 +29,9 @@ type Command struct {
 	Parallelism int    `json:"parallelism,omitempty"`
 	Partition   int    `json:"partition,omitempty"`
 	Text        string `json:"text,omitempty"`
+	// Slots is how many slots an added TaskManager offers; 0 takes the
+	// cluster's slotsPerTaskManager.
+	Slots int `json:"slots,omitempty"`
 }
 
 func (c Command) String() string {
@@ -44,6 +47,9 @@ func (c Command) String() string {
 	add("operator", c.Operator)
 	if c.Name == CmdRescale {
 		add("parallelism", fmt.Sprint(c.Parallelism))
+	}
+	if c.Name == CmdAddTaskManager && c.Slots != 0 {
+		add("slots", fmt.Sprint(c.Slots))
 	}
 	if c.Name == CmdInject {
 		add("partition", fmt.Sprint(c.Partition))
@@ -91,8 +97,8 @@ func (c *core) apply(cmd Command) error {
 	case CmdRestartTaskManager:
 		return c.restartTaskManager(cmd.TaskManager)
 	case CmdAddTaskManager:
-		c.addTaskManager()
-		return nil
+		_, err := c.addTaskManager(cmd.Slots)
+		return err
 	case CmdTriggerCheckpoint:
 		_, err := c.triggerCheckpoint(false, false)
 		return err

@@ -162,7 +162,7 @@ func newCore(spec *JobSpec, opts Options) (*core, error) {
 	}
 	c.storage = st
 	for range s.Cluster.TaskManagers {
-		c.newTaskManager()
+		c.newTaskManager(s.Cluster.SlotsPerTaskManager)
 	}
 	c.coord.nextID = 1
 	return c, nil
@@ -174,8 +174,8 @@ func (c *core) cleanup() {
 	}
 }
 
-func (c *core) newTaskManager() *taskManager {
-	tm := &taskManager{id: fmt.Sprintf("tm-%d", len(c.tms)+1), slots: c.spec.Cluster.SlotsPerTaskManager, alive: true}
+func (c *core) newTaskManager(slots int) *taskManager {
+	tm := &taskManager{id: fmt.Sprintf("tm-%d", len(c.tms)+1), slots: slots, alive: true}
 	tm.localDir = filepath.Join(c.dir, "local", tm.id, "incarnation-0")
 	c.tms = append(c.tms, tm)
 	return tm
@@ -729,11 +729,24 @@ func (c *core) restartTaskManager(id string) error {
 	return nil
 }
 
-func (c *core) addTaskManager() string {
-	tm := c.newTaskManager()
+// maxSlotsPerTaskManager bounds the slots of an added TaskManager: a
+// typing slip should not schedule thousands of subtasks.
+const maxSlotsPerTaskManager = 1024
+
+// addTaskManager adds a TaskManager with the given slots (0: the cluster's
+// slots per TaskManager).
+func (c *core) addTaskManager(slots int) (string, error) {
+	if slots == 0 {
+		slots = c.spec.Cluster.SlotsPerTaskManager
+	}
+	if slots < 1 || slots > maxSlotsPerTaskManager {
+		return "", fmt.Errorf("%w: add-taskmanager slots %d: want 1..%d, or leave it out for the cluster's %d slots per TaskManager",
+			ErrBadCommand, slots, maxSlotsPerTaskManager, c.spec.Cluster.SlotsPerTaskManager)
+	}
+	tm := c.newTaskManager(slots)
 	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMAlive, Message: fmt.Sprintf("TaskManager %s joined with %d slots", tm.id, tm.slots)})
 	c.resourcesChanged()
-	return tm.id
+	return tm.id, nil
 }
 
 func (c *core) resourcesChanged() {

@@ -23,7 +23,8 @@
 //     changes driver with Stepper.ToLive and Live.ToStepper (teaching view
 //     <-> full speed) without losing a record or a pending checkpoint.
 //   - Command (Do): crash-subtask, crash-taskmanager, restart-taskmanager,
-//     add-taskmanager, trigger-checkpoint, trigger-savepoint, rescale, inject.
+//     add-taskmanager (Slots optional: the cluster's slots per TaskManager
+//     by default), trigger-checkpoint, trigger-savepoint, rescale, inject.
 //   - Event (Subscribe): typed, plain-data events; Kind says which fields are
 //     set; Message is a sentence for the event log.
 //   - Snapshot: the whole picture as plain data (job graph with subtasks,
