@@ -16,7 +16,8 @@ import (
 const TeachingPace = 0.02
 
 // NewEngine is the EngineFactory of the real engine: a Stepper (teaching
-// mode) or the Live driver (full speed), playing from the start.
+// mode) or the Live driver (full speed), playing from the start. A running
+// job can change driver without losing anything (SetDriver).
 func NewEngine(logger *slog.Logger) EngineFactory {
 	return func(ctx context.Context, run RunConfig) (Engine, error) {
 		opts := engine.Options{Dir: run.DataDir, Logger: logger}
@@ -26,11 +27,11 @@ func NewEngine(logger *slog.Logger) EngineFactory {
 			if err != nil {
 				return nil, specError(err)
 			}
-			e := &stepperEngine{st: st, factor: 1}
 			if err := st.SetSpeed(TeachingPace); err != nil {
 				_ = st.Close()
 				return nil, err
 			}
+			e := &driverEngine{st: st, factor: 1}
 			_ = e.Resume()
 			return e, nil
 		case DriverLive:
@@ -44,7 +45,7 @@ func NewEngine(logger *slog.Logger) EngineFactory {
 				_ = l.Close()
 				return nil, err
 			}
-			return &liveEngine{l: l}, nil
+			return &driverEngine{l: l, factor: 1}, nil
 		default:
 			return nil, fmt.Errorf("%w: driver %q is unknown; choose %q (teaching) or %q (full speed)", ErrBadArgs, run.Driver, DriverStepper, DriverLive)
 		}
@@ -82,52 +83,97 @@ func commandError(err error) error {
 	}
 }
 
-// stepperEngine runs an engine.Stepper: Play in a goroutine while playing.
-type stepperEngine struct {
-	st *engine.Stepper
-
-	mu     sync.Mutex
-	factor float64
-	cancel context.CancelFunc
-	done   chan struct{}
-	closed bool
-}
-
-var _ Engine = (*stepperEngine)(nil)
-
 type engineSub struct{ s *engine.Subscription }
 
 func (s engineSub) Events() <-chan engine.Event { return s.s.C }
 func (s engineSub) Dropped() int64              { return s.s.Dropped() }
 func (s engineSub) Close()                      { s.s.Close() }
 
-func (e *stepperEngine) Snapshot() engine.Snapshot {
-	snap := e.st.Snapshot()
+// driverEngine runs a job on one of the engine's drivers: exactly one of st
+// and l is set. On the Stepper, Play runs in a goroutine while playing. Both
+// drivers share the job's core, so a subscription outlives a change of
+// driver.
+type driverEngine struct {
+	// swap guards which driver runs: SetDriver and Close hold it for
+	// writing; calls that go to the driver hold it for reading, so none
+	// reaches a driver that has just handed the job on. mu guards the
+	// play state; st and l change only with both held.
+	swap   sync.RWMutex
+	mu     sync.Mutex
+	st     *engine.Stepper
+	l      *engine.Live
+	factor float64
+	cancel context.CancelFunc // of the Stepper's Play
+	done   chan struct{}      // closed when Play returns
+	closed bool
+}
+
+var _ Engine = (*driverEngine)(nil)
+
+// with calls fn with the driver in use, which cannot change meanwhile.
+func (e *driverEngine) with(fn func(d engine.Engine)) {
+	e.swap.RLock()
+	defer e.swap.RUnlock()
+	if e.st != nil {
+		fn(e.st)
+		return
+	}
+	fn(e.l)
+}
+
+// Snapshot returns the driver's snapshot with the speed factor as the
+// protocol counts it, and the sink comparison the Live driver leaves to
+// Compare.
+func (e *driverEngine) Snapshot() (snap engine.Snapshot) {
+	e.with(func(d engine.Engine) { snap = e.snapshot(d) })
+	return snap
+}
+
+func (e *driverEngine) snapshot(d engine.Engine) engine.Snapshot {
+	snap := d.Snapshot()
+	if snap.Driver == "live" {
+		if cmps, err := d.Compare(); err == nil {
+			for i := range snap.Sinks {
+				for j := range cmps {
+					if cmps[j].Sink == snap.Sinks[i].Operator {
+						c := cmps[j]
+						snap.Sinks[i].Comparison = &c
+					}
+				}
+			}
+		}
+	}
 	e.mu.Lock()
 	snap.Speed = e.factor
 	e.mu.Unlock()
 	return snap
 }
 
-func (e *stepperEngine) Inspect(task string) (engine.TaskStateView, error) {
-	v, err := e.st.TaskState(task, 0)
+func (e *driverEngine) Inspect(task string) (v engine.TaskStateView, err error) {
+	e.with(func(d engine.Engine) { v, err = d.TaskState(task, 0) })
 	return v, commandError(err)
 }
 
-func (e *stepperEngine) Subscribe(buffer int) Subscription {
-	return engineSub{e.st.Subscribe(buffer)}
+func (e *driverEngine) Subscribe(buffer int) (s Subscription) {
+	e.with(func(d engine.Engine) { s = engineSub{d.Subscribe(buffer)} })
+	return s
 }
 
-func (e *stepperEngine) Apply(_ context.Context, c Command) error {
-	return commandError(e.st.Do(engineCommand(c)))
+func (e *driverEngine) Apply(_ context.Context, c Command) (err error) {
+	e.with(func(d engine.Engine) { err = d.Do(engineCommand(c)) })
+	return commandError(err)
 }
 
-// Resume starts Play in a goroutine unless it runs already.
-func (e *stepperEngine) Resume() error {
+// Resume starts the run: Play in a goroutine on the Stepper.
+func (e *driverEngine) Resume() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return fmt.Errorf("%w: the run has ended", ErrRefused)
+	}
+	if e.l != nil {
+		e.l.Resume()
+		return nil
 	}
 	if e.done != nil {
 		select {
@@ -139,23 +185,28 @@ func (e *stepperEngine) Resume() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	e.cancel, e.done = cancel, done
+	st := e.st
 	go func() {
 		defer close(done)
-		_ = e.st.Play(ctx)
+		_ = st.Play(ctx)
 	}()
 	return nil
 }
 
-// Pause stops Play and waits for it to return, so a Step after Pause never
-// races with a playing tick.
-func (e *stepperEngine) Pause() error {
+// Pause stops the run and, on the Stepper, waits for Play to return, so a
+// Step after Pause never races with a playing tick.
+func (e *driverEngine) Pause() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.stopLocked()
+	if e.l != nil {
+		e.l.Pause()
+		return nil
+	}
+	e.stopPlayLocked()
 	return nil
 }
 
-func (e *stepperEngine) stopLocked() {
+func (e *driverEngine) stopPlayLocked() {
 	if e.done == nil {
 		return
 	}
@@ -165,77 +216,98 @@ func (e *stepperEngine) stopLocked() {
 	e.done, e.cancel = nil, nil
 }
 
-// Step pauses a playing run, then performs n steps.
-func (e *stepperEngine) Step(n int) error {
+// Step pauses a playing run, then performs n steps (teaching mode only).
+func (e *driverEngine) Step(n int) error {
 	e.mu.Lock()
-	e.stopLocked()
+	if e.l != nil {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: stepping needs teaching mode (the Stepper); at full speed every subtask runs on its own goroutine. Switch to teaching mode to step", ErrRefused)
+	}
+	e.stopPlayLocked()
+	st := e.st
 	e.mu.Unlock()
-	if e.st.Steps(n) == 0 {
+	if st.Steps(n) == 0 {
 		return fmt.Errorf("%w: nothing more can happen: every source is read and every task idle; type a record into the source or reset", ErrRefused)
 	}
 	return nil
 }
 
-func (e *stepperEngine) SetSpeed(f float64) error {
-	if err := e.st.SetSpeed(TeachingPace * f); err != nil {
+// SetSpeed sets the speed factor: 1 is the teaching pace on the Stepper,
+// real time on Live.
+func (e *driverEngine) SetSpeed(f float64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var err error
+	if e.l != nil {
+		err = e.l.SetSpeed(f)
+	} else {
+		err = e.st.SetSpeed(TeachingPace * f)
+	}
+	if err != nil {
 		return commandError(err)
 	}
-	e.mu.Lock()
 	e.factor = f
-	e.mu.Unlock()
 	return nil
 }
 
-func (e *stepperEngine) Close() error {
+// SetDriver hands the running job to the other driver: nothing is lost,
+// the clock carries on, and the speed factor starts again at 1. Playing
+// stays playing.
+func (e *driverEngine) SetDriver(driver string) error {
+	e.swap.Lock()
+	defer e.swap.Unlock()
 	e.mu.Lock()
-	e.stopLocked()
-	e.closed = true
-	e.mu.Unlock()
-	return e.st.Close()
-}
-
-// liveEngine runs an engine.Live: a goroutine per subtask, real time times
-// the speed factor.
-type liveEngine struct {
-	l *engine.Live
-}
-
-var _ Engine = (*liveEngine)(nil)
-
-// Snapshot adds the sink comparison, which the Live driver leaves to Compare.
-func (e *liveEngine) Snapshot() engine.Snapshot {
-	snap := e.l.Snapshot()
-	if cmps, err := e.l.Compare(); err == nil {
-		for i := range snap.Sinks {
-			for j := range cmps {
-				if cmps[j].Sink == snap.Sinks[i].Operator {
-					c := cmps[j]
-					snap.Sinks[i].Comparison = &c
-				}
-			}
+	defer e.mu.Unlock()
+	if e.closed {
+		return fmt.Errorf("%w: the run has ended", ErrRefused)
+	}
+	switch {
+	case driver == DriverLive && e.st != nil:
+		playing := e.done != nil
+		e.stopPlayLocked()
+		l, err := e.st.ToLive(context.Background())
+		if err != nil {
+			return commandError(err)
+		}
+		e.st, e.l, e.factor = nil, l, 1
+		if !playing {
+			l.Pause()
+		}
+	case driver == DriverStepper && e.l != nil:
+		snap := e.l.Snapshot()
+		st, err := e.l.ToStepper()
+		if err != nil {
+			return commandError(err)
+		}
+		e.l, e.st, e.factor = nil, st, 1
+		if err := st.SetSpeed(TeachingPace); err != nil {
+			return err
+		}
+		if !snap.Paused {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			e.cancel, e.done = cancel, done
+			go func() {
+				defer close(done)
+				_ = st.Play(ctx)
+			}()
 		}
 	}
-	return snap
+	return nil
 }
 
-func (e *liveEngine) Inspect(task string) (engine.TaskStateView, error) {
-	v, err := e.l.TaskState(task, 0)
-	return v, commandError(err)
+func (e *driverEngine) Close() error {
+	e.swap.Lock()
+	defer e.swap.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	if e.l != nil {
+		return e.l.Close()
+	}
+	e.stopPlayLocked()
+	return e.st.Close()
 }
-
-func (e *liveEngine) Subscribe(buffer int) Subscription { return engineSub{e.l.Subscribe(buffer)} }
-
-func (e *liveEngine) Apply(_ context.Context, c Command) error {
-	return commandError(e.l.Do(engineCommand(c)))
-}
-
-func (e *liveEngine) Step(int) error {
-	return fmt.Errorf("%w: stepping needs teaching mode (the Stepper); at full speed every subtask runs on its own goroutine. Switch to teaching mode to step", ErrRefused)
-}
-
-func (e *liveEngine) Pause() error  { e.l.Pause(); return nil }
-func (e *liveEngine) Resume() error { e.l.Resume(); return nil }
-
-func (e *liveEngine) SetSpeed(f float64) error { return commandError(e.l.SetSpeed(f)) }
-
-func (e *liveEngine) Close() error { return e.l.Close() }

@@ -164,3 +164,32 @@ func TestRealEngineLiveAndSwitchingModes(t *testing.T) {
 	waitSnapshot(t, c, 10*time.Second, "teaching mode", func(m msg) bool { return m["driver"] == "step" && m["seed"] == 4.0 })
 	assert.Equal(t, "ack", reply(t, c, "m")["type"])
 }
+
+// TestRealEngineHandsTheJobBetweenDrivers switches teaching mode -> full
+// speed -> teaching mode without a reset: output carries on, exactly once.
+func TestRealEngineHandsTheJobBetweenDrivers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine")
+	}
+	_, hs := newEngineServer(t)
+	c := dialURL(t, hs, "template=wordcount&seed=9&interval=100ms")
+	readUntil(t, c, "snapshot", "")
+	send(t, c, `{"type":"command","id":"f","name":"speed","args":{"factor":20}}`)
+	require.Equal(t, "ack", reply(t, c, "f")["type"])
+	before := waitSnapshot(t, c, 60*time.Second, "output in teaching mode", func(m msg) bool { return sinkCommitted(m) > 0 })
+
+	send(t, c, `{"type":"command","id":"live","name":"speed","args":{"driver":"live"}}`)
+	require.Equal(t, "ack", reply(t, c, "live")["type"])
+	live := waitSnapshot(t, c, 30*time.Second, "the Live driver", func(m msg) bool { return m["driver"] == "live" })
+	assert.GreaterOrEqual(t, sinkCommitted(live), sinkCommitted(before), "the job carried on: nothing was reset")
+	assert.EqualValues(t, 1, live["speed"], "full speed starts at real time")
+	waitSnapshot(t, c, 60*time.Second, "more output at full speed", func(m msg) bool { return sinkCommitted(m) > sinkCommitted(live) })
+
+	send(t, c, `{"type":"command","id":"back","name":"speed","args":{"driver":"step"}}`)
+	require.Equal(t, "ack", reply(t, c, "back")["type"])
+	back := waitSnapshot(t, c, 30*time.Second, "the Stepper again", func(m msg) bool { return m["driver"] == "step" })
+	cmp := back["sinks"].([]any)[0].(map[string]any)["comparison"].(map[string]any)
+	assert.EqualValues(t, 0, cmp["duplicateRecords"], "exactly once across both hand-overs")
+	send(t, c, `{"type":"command","id":"s","name":"step","args":{"count":50}}`)
+	assert.Equal(t, "ack", reply(t, c, "s")["type"], "teaching mode steps again")
+}

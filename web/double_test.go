@@ -151,6 +151,13 @@ func (e *testEngine) SetSpeed(f float64) error {
 	return nil
 }
 
+func (e *testEngine) SetDriver(d string) error {
+	e.mu.Lock()
+	e.snap.Driver = d
+	e.mu.Unlock()
+	return nil
+}
+
 func (e *testEngine) Close() error {
 	e.mu.Lock()
 	e.closed = true

@@ -295,6 +295,23 @@ func TestBrowserTaskManagerCrashWaitForSlotsAndScaleOut(t *testing.T) {
 	b.shot("13-scaled-out-three-taskmanagers")
 }
 
+// TestBrowserSwitchTeachingAndFullSpeed hands the running job from the
+// Stepper to the Live driver and back with the mode buttons.
+func TestBrowserSwitchTeachingAndFullSpeed(t *testing.T) {
+	b := newBrowser(t)
+	b.openLive("template=wordcount&seed=2&lang=en")
+	b.waitJS(30*time.Second, "some output", `window.statelab.model.snap.sinks[0].committed > 0 || window.statelab.model.snap.job.operators[0].subtasks[0].recordsOut > 0`)
+	seed := eval[int](b, `window.statelab.model.snap.seed`)
+	b.run(chromedp.Click(chromedp.CSS(`#btn-mode-live`)))
+	b.waitJS(30*time.Second, "full speed", `window.statelab.model.snap.driver === 'live' && document.getElementById('btn-mode-live').getAttribute('aria-pressed') === 'true'`)
+	assert.Equal(t, seed, eval[int](b, `window.statelab.model.snap.seed`), "the same run, not a reset")
+	assert.True(t, eval[bool](b, `document.getElementById('btn-step').disabled`), "no stepping at full speed")
+	b.waitJS(30*time.Second, "output at full speed", `window.statelab.model.snap.sinks[0].committed > 0`)
+	b.shot("15-full-speed")
+	b.run(chromedp.Click(chromedp.CSS(`#btn-mode-step`)))
+	b.waitJS(30*time.Second, "teaching mode again", `window.statelab.model.snap.driver === 'step' && !document.getElementById('btn-step').disabled`)
+}
+
 // TestBrowserKeyGroupsMatchTheJVM checks static/js/keygroups.js against key
 // groups computed on a JVM (rescale/testdata/flink_keygroups.txt).
 func TestBrowserKeyGroupsMatchTheJVM(t *testing.T) {

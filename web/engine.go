@@ -34,6 +34,9 @@ type Engine interface {
 	// SetSpeed sets how fast the run plays: 1 is the default teaching pace
 	// (or real time at full speed).
 	SetSpeed(factor float64) error
+	// SetDriver hands the running job to the other driver (DriverStepper or
+	// DriverLive) without losing records, barriers or pending checkpoints.
+	SetDriver(driver string) error
 	// Close stops the run and releases its resources (goroutines, Pebble).
 	Close() error
 }

@@ -149,17 +149,26 @@ var commands = map[string]commandDef{
 	CmdSpeed: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Factor *float64 `json:"factor"`
+			Driver *string  `json:"driver"`
 		}
 		if e := decodeArgs(CmdSpeed, raw, &a, `{"factor":2}`); e != nil {
 			return e
 		}
-		if a.Factor == nil {
-			return perr(CodeBadArgs, `speed: args.factor is missing; send e.g. {"factor":2} (1 is normal speed, %g to %g)`, minSpeed, maxSpeed)
+		if a.Factor == nil && a.Driver == nil {
+			return perr(CodeBadArgs, `speed: send args.factor (1 is normal speed, %g to %g), args.driver ("step" for teaching mode, "live" for full speed), or both, e.g. {"factor":2}`, minSpeed, maxSpeed)
 		}
-		if math.IsNaN(*a.Factor) || *a.Factor < minSpeed || *a.Factor > maxSpeed {
-			return perr(CodeBadArgs, "speed: factor %g is out of range; send a number from %g to %g (1 is normal speed)", *a.Factor, minSpeed, maxSpeed)
+		if a.Factor != nil {
+			if math.IsNaN(*a.Factor) || *a.Factor < minSpeed || *a.Factor > maxSpeed {
+				return perr(CodeBadArgs, "speed: factor %g is out of range; send a number from %g to %g (1 is normal speed)", *a.Factor, minSpeed, maxSpeed)
+			}
+			c.Factor = *a.Factor
 		}
-		c.Factor = *a.Factor
+		if a.Driver != nil {
+			if *a.Driver != DriverStepper && *a.Driver != DriverLive {
+				return perr(CodeBadArgs, `speed: driver %q is unknown; send "step" (teaching mode, one event at a time) or "live" (full speed)`, *a.Driver)
+			}
+			c.Driver = *a.Driver
+		}
 		return nil
 	}},
 	CmdCrashSubtask: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {

@@ -156,7 +156,7 @@ func (s *Session) requestSnapshot() {
 var structural = map[string]bool{
 	"job-status": true, "taskmanager": true, "rescale-completed": true, "rescale-failed": true,
 	"restore": true, "checkpoint-completed": true, "checkpoint-aborted": true, "record-injected": true,
-	"waiting-resources": true, "rescale-started": true, "rescale-plan": true,
+	"waiting-resources": true, "rescale-started": true, "rescale-plan": true, "driver": true,
 }
 
 // pump reads the engine's events and hands frames to the hub.
@@ -310,7 +310,14 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 	case CmdStep:
 		err = eng.Step(cmd.Count)
 	case CmdSpeed:
-		err = eng.SetSpeed(cmd.Factor)
+		// Teaching mode <-> full speed hands the job over; the factor then
+		// applies to the new driver.
+		if cmd.Driver != "" {
+			err = eng.SetDriver(cmd.Driver)
+		}
+		if err == nil && cmd.Factor != 0 {
+			err = eng.SetSpeed(cmd.Factor)
+		}
 	case CmdReset:
 		return s.reset(cmd)
 	default:

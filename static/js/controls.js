@@ -83,11 +83,12 @@ export class Controls {
     this.send('speed', { factor: next }).catch(() => { this.wantSpeed = undefined; });
   }
 
+  // setMode hands the running job to the other driver; nothing restarts.
   setMode(driver) {
     const snap = this.model.snap;
     if (!snap || snap.driver === driver) return;
-    this.toast(t('toast.mode', { mode: t(`mode.${driver}`) }));
-    this.send('reset', { seed: snap.seed, driver });
+    this.wantSpeed = undefined;
+    this.send('speed', { driver }).then(() => this.toast(t('toast.mode', { mode: t(`mode.${driver}`) })));
   }
 
   openHelp() {

@@ -23,7 +23,7 @@ export class SinkView {
     const snap = this.model.snap;
     const read = snap.sources.every((sv) => sv.partitions.every((p) => p.offset >= p.end));
     const quiet = snap.channels.every((c) => c.sent === c.delivered);
-    const open = snap.sinks.some((s) => s.transactions.length > 0);
+    const open = snap.sinks.some((s) => s.transactions.some((x) => x.records > 0));
     return read && quiet && !open;
   }
 
@@ -52,7 +52,7 @@ export class SinkView {
         ? h('p', { class: 'verdict dup' }, t('sink.duplicates', { n: num(c.duplicateRecords) }))
         : drained && missing > 0
           ? h('p', { class: 'verdict lost' }, t('sink.lost', { n: num(missing) }))
-          : drained
+          : drained || (missing === 0 && c.committed === c.expected)
             ? h('p', { class: 'verdict ok' }, t('sink.exact'))
             : h('p', { class: 'verdict ok' }, t('sink.noDuplicates', { n: num(missing) }));
       parts.push(verdict);
