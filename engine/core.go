@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,10 @@ type core struct {
 	drv     driver
 	seq     atomic.Int64
 	verbose bool
+	// restoreMu guards what subtasks report about their restore from their
+	// own goroutines: counters.Restores, coord.counts.Restored,
+	// coord.latestRestore and the execution's restore progress.
+	restoreMu sync.Mutex
 	// measure: durations are measured on the clock (Live) instead of modelled (Stepper).
 	measure bool
 	stepFn  func() int64
@@ -353,7 +358,9 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 	meta, skipped := c.chooseCheckpoint()
 	if meta == nil {
 		if len(skipped) > 0 {
+			c.restoreMu.Lock()
 			c.coord.latestRestore = &RestoreStats{RestoreTime: c.clock(), Skipped: skipped}
+			c.restoreMu.Unlock()
 		}
 		return nil, nil, nil
 	}
@@ -409,9 +416,9 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 	if meta.Savepoint {
 		c.recoverable[meta.CheckpointID] = true
 	}
-	c.counters.Restores++
-	c.coord.counts.Restored++
-	c.coord.latestRestore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint, RestoreTime: c.clock(), Skipped: skipped}
+	// Counted when the subtasks have really restored it (restoreDone), not
+	// now: a job waiting for slots has restored nothing yet.
+	ex.restore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint, Skipped: skipped}
 	return out, meta, nil
 }
 
@@ -526,6 +533,26 @@ func (c *core) allTasks(s TaskStatus) bool {
 		}
 	}
 	return true
+}
+
+// subtaskRestored is called by a subtask of ex (on its own goroutine on
+// the Live driver) when it has opened its state. When the last subtask of an
+// execution that restores a checkpoint has done so, the restore counts: the
+// state is really back (Flink's "latest restore"). A job that waits for
+// slots, or fails while initializing, has restored nothing.
+func (c *core) subtaskRestored(ex *execution, now time.Duration) {
+	c.restoreMu.Lock()
+	defer c.restoreMu.Unlock()
+	ex.initialized++
+	if ex.restore == nil || ex.restoreCounted || ex.initialized < len(ex.tasks) {
+		return
+	}
+	ex.restoreCounted = true
+	r := *ex.restore
+	r.RestoreTime = now
+	c.counters.Restores++
+	c.coord.counts.Restored++
+	c.coord.latestRestore = &r
 }
 
 func (c *core) onAllRunning() {

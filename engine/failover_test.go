@@ -251,3 +251,40 @@ func TestRestoreFallsBackPastCorruptCheckpoint(t *testing.T) {
 	assert.Len(t, snap.Checkpoints.LatestRestore.Skipped, 1)
 	assert.Equal(t, first, subtaskView(t, snap, "count#0").RestoredFrom)
 }
+
+// A restore counts when the subtasks have really restored the checkpoint,
+// not when the JobManager plans it: while the restarted job waits for slots
+// nothing has been restored, however long it waits and however often it
+// fails meanwhile.
+func TestRestoreCountsWhenStateIsRestored(t *testing.T) {
+	spec := wordCount(300, 2, 2, 0)
+	spec.Cluster = ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1}
+	s, _ := newTestStepper(t, spec)
+	s.Steps(150)
+	id := completeCheckpoint(t, s)
+	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-2"}))
+	_, err := s.RunUntil(func(s *Snapshot) bool { return s.Job.WaitingForResources }, 5000)
+	require.NoError(t, err)
+	s.Steps(100)
+	snap := s.Snapshot()
+	assert.Equal(t, TaskScheduled, subtaskView(t, snap, "count#0").Status)
+	assert.Zero(t, snap.Counters.Restores, "waiting for slots restores nothing")
+	assert.Zero(t, snap.Checkpoints.Counts.Restored)
+	assert.Nil(t, snap.Checkpoints.LatestRestore)
+
+	// A crash of the one alive TaskManager while waiting: still nothing restored.
+	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-1"}))
+	require.NoError(t, s.Do(Command{Name: CmdRestartTaskManager, TaskManager: "tm-1"}))
+	s.Steps(100)
+	assert.Zero(t, s.Snapshot().Counters.Restores)
+
+	require.NoError(t, s.Do(Command{Name: CmdRestartTaskManager, TaskManager: "tm-2"}))
+	_, err = s.RunUntil(func(s *Snapshot) bool { return allRunning(s) && s.Job.Status == JobRunning }, 5000)
+	require.NoError(t, err)
+	snap = s.Snapshot()
+	assert.Equal(t, 1, snap.Counters.Restores, "counted once every subtask runs on its restored state")
+	assert.Equal(t, 1, snap.Checkpoints.Counts.Restored)
+	require.NotNil(t, snap.Checkpoints.LatestRestore)
+	assert.Equal(t, id, snap.Checkpoints.LatestRestore.Checkpoint)
+	assert.Equal(t, snap.At >= snap.Checkpoints.LatestRestore.RestoreTime, true)
+}

@@ -64,6 +64,12 @@ type execution struct {
 	byName   map[string]*subtask
 	// started is set once the subtasks were placed and handed to the driver.
 	started bool
+	// restore is the checkpoint this execution restores (nil: fresh
+	// start); initialized counts subtasks that opened their state;
+	// restoreCounted is set once all have. Guarded by core.restoreMu.
+	restore        *RestoreStats
+	initialized    int
+	restoreCounted bool
 }
 
 // execOperator is one operator of an execution.

@@ -127,12 +127,20 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 	if s.Commands == nil {
 		s.Commands = []LoggedCommand{}
 	}
+	c.restoreMu.Lock()
 	s.Counters = c.counters
+	c.restoreMu.Unlock()
 	return s
 }
 
 func (c *core) checkpointsView() CheckpointsView {
+	c.restoreMu.Lock()
 	v := CheckpointsView{Mode: c.spec.Checkpointing.Mode, Interval: c.spec.Checkpointing.Interval.D(), Counts: c.coord.counts}
+	if r := c.coord.latestRestore; r != nil {
+		cp := *r
+		v.LatestRestore = &cp
+	}
+	c.restoreMu.Unlock()
 	v.Counts.InProgress = len(c.coord.pending)
 	for _, h := range c.coord.history {
 		v.History = append(v.History, *copyStats(h))
@@ -145,10 +153,6 @@ func (c *core) checkpointsView() CheckpointsView {
 		v.Retained = []state.CheckpointInfo{}
 	}
 	v.Storage = c.storage.Metrics()
-	if r := c.coord.latestRestore; r != nil {
-		cp := *r
-		v.LatestRestore = &cp
-	}
 	return v
 }
 

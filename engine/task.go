@@ -664,6 +664,7 @@ func (t *subtask) open(r *restoreSpec) error {
 		}
 	}
 	t.event(Event{Kind: EvRestore, Checkpoint: info.Checkpoint, Restore: info, Range: info.KeyGroups, Message: msg})
+	t.c.subtaskRestored(t.ex, t.now)
 	return nil
 }
 
