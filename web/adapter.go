@@ -108,7 +108,10 @@ type driverEngine struct {
 	closed bool
 }
 
-var _ Engine = (*driverEngine)(nil)
+var (
+	_ Engine         = (*driverEngine)(nil)
+	_ DriverSwitcher = (*driverEngine)(nil)
+)
 
 // with calls fn with the driver in use, which cannot change meanwhile.
 func (e *driverEngine) with(fn func(d engine.Engine)) {

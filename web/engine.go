@@ -34,11 +34,16 @@ type Engine interface {
 	// SetSpeed sets how fast the run plays: 1 is the default teaching pace
 	// (or real time at full speed).
 	SetSpeed(factor float64) error
-	// SetDriver hands the running job to the other driver (DriverStepper or
-	// DriverLive) without losing records, barriers or pending checkpoints.
-	SetDriver(driver string) error
 	// Close stops the run and releases its resources (goroutines, Pebble).
 	Close() error
+}
+
+// DriverSwitcher is an Engine that can hand its running job to the other
+// driver (DriverStepper or DriverLive) without losing records, barriers or
+// pending checkpoints. It is optional: the session refuses a switch on an
+// engine without it.
+type DriverSwitcher interface {
+	SetDriver(driver string) error
 }
 
 // Subscription is a stream of engine events.

@@ -313,7 +313,11 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 		// Teaching mode <-> full speed hands the job over; the factor then
 		// applies to the new driver.
 		if cmd.Driver != "" {
-			err = eng.SetDriver(cmd.Driver)
+			ds, ok := eng.(DriverSwitcher)
+			if !ok {
+				return perr(CodeRefused, "speed: this engine cannot change driver while it runs; use reset with a driver instead")
+			}
+			err = ds.SetDriver(cmd.Driver)
 		}
 		if err == nil && cmd.Factor != 0 {
 			err = eng.SetSpeed(cmd.Factor)
