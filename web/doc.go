@@ -9,6 +9,8 @@
 //   - Engine: what a session needs from a running job — Snapshot,
 //     Subscribe, Apply a command, Step/Pause/Resume/SetSpeed, Inspect, Close.
 //     NewEngine adapts the engine package's drivers; tests use doubles.
+//     An Engine that is also a DriverSwitcher can hand its running job
+//     between teaching mode (Stepper) and full speed (Live).
 //   - Session: one job and its viewers. Its pump goroutine is the only
 //     reader of the engine's events; it coalesces them into at most one
 //     "events" frame per FrameInterval (20 per second by default) and
