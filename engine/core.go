@@ -904,9 +904,10 @@ func (c *core) inject(op string, partition int, text string) error {
 
 // --- end of input --------------------------------------------------------------
 
-// drained reports whether every source has read its whole topic, no record
-// is in flight, and every sink transaction has been committed: the point at
-// which the sink output is final.
+// drained reports whether every source has read its whole topic and sent
+// its last watermark, no element (record, watermark or barrier) is in
+// flight, no checkpoint is pending, and every sink transaction has been
+// committed: the point at which the sink output is final.
 func (c *core) drained() bool {
 	if c.ex == nil || c.status != JobRunning || !c.allTasks(TaskRunning) || c.rescaling != nil {
 		return false
@@ -922,8 +923,11 @@ func (c *core) drained() bool {
 			return false
 		}
 	}
+	// Every element must have arrived, not only every record: a watermark
+	// still on its way (the sources' end-of-input watermark) has windows
+	// to fire, and a barrier a checkpoint to finish.
 	for _, ch := range c.ex.channels {
-		if ch.queuedRecs.Load() > 0 {
+		if ch.len() > 0 {
 			return false
 		}
 	}

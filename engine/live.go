@@ -581,8 +581,10 @@ func (l *Live) Compare() ([]Comparison, error) {
 	return l.c.compare()
 }
 
-// WaitDrained waits until every source has read its whole topic, nothing is
-// in flight and the sinks have committed everything.
+// WaitDrained waits until the output is final, by the rule of the
+// Stepper's RunUntilDrained: sources read to the end and their end-of-input
+// watermark sent, nothing in flight (records, watermarks, barriers), no
+// checkpoint pending, the sinks' output written or committed.
 func (l *Live) WaitDrained(ctx context.Context) error {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -630,8 +632,17 @@ func (l *Live) drained() bool {
 			return false
 		}
 	}
+	// Every element must have arrived (see core.drained), and every
+	// source must have sent its end-of-input watermark (+∞, once all its
+	// partitions are read): the subtask's own cursor belongs to its
+	// goroutine, its watermark is atomic.
 	for _, ch := range c.ex.channels {
-		if ch.queuedRecs.Load() > 0 {
+		if ch.len() > 0 {
+			return false
+		}
+	}
+	for _, t := range c.ex.tasks {
+		if t.op.spec.Kind == KindSource && t.wm.Load() != MaxWatermark {
 			return false
 		}
 	}

@@ -347,8 +347,11 @@ func (s *Stepper) RunUntil(pred func(*Snapshot) bool, maxSteps int) (int, error)
 	return maxSteps, fmt.Errorf("%w: %d steps", ErrStepperLimit, maxSteps)
 }
 
-// RunUntilDrained steps until every source has read its whole topic and the
-// sinks have committed everything (the output is final).
+// RunUntilDrained steps until the output is final: every source has read
+// its whole topic and sent its end-of-input watermark, every element
+// (records, watermarks, barriers) has been processed, so every event-time
+// window has fired, no checkpoint is pending, and the sinks have written
+// (at-least-once) or committed (exactly-once) everything.
 func (s *Stepper) RunUntilDrained(maxSteps int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
