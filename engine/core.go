@@ -887,10 +887,9 @@ func (c *core) inject(op string, partition int, text string) error {
 	if tp.gen == GeneratorClicks {
 		ts = tp.windowSize * int64(tp.records/(tp.pages*tp.perWindow)+1)
 	}
-	r := Record{Text: text, Timestamp: ts}
-	if tp.gen == GeneratorClicks {
-		r.Key = text
-	}
+	// A typed-in line is keyed by itself, like a generated one (a click's
+	// key is its page, which the user typed).
+	r := Record{Key: text, Text: text, Timestamp: ts}
 	off := tp.append(partition, r)
 	if c.ex != nil {
 		for _, t := range c.ex.ops[c.opIndex[op]].tasks {

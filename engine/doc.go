@@ -46,6 +46,12 @@
 //	                 (dealt round-robin), pages, windowSize, clicksPerWindow, rate
 //	                 (records/s per subtask), offsets split|union. Its (partition,
 //	                 offset) pairs live in operator ListState "offsets".
+//	                 Every record has a key: a line (generated, from lines, or typed
+//	                 in) is keyed by itself, as keyBy(line -> line) keys a stream of
+//	                 strings in Flink, so a keyed operator right after the source
+//	                 counts whole lines (words, with wordsPerLine 1); a click by its
+//	                 page; a keys record by its key. Put a tokenizer first to count
+//	                 the words of longer lines.
 //	tokenizer        flatMap: a line's words, lower-cased, Key=word Value=1.
 //	map              fn identity|upper|lower|length.   filter: exclude, minLength.
 //	count, sum       keyed ValueState "count"/"sum"; emit the key's new total.

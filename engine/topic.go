@@ -79,7 +79,7 @@ func newTopic(name string, seed int64, o operatorOptions) *topic {
 	}
 	for i, l := range o.Lines {
 		p := i % t.partitions
-		t.extra[p] = append(t.extra[p], Record{Text: l, Timestamp: int64(i)})
+		t.extra[p] = append(t.extra[p], Record{Key: l, Text: l, Timestamp: int64(i)})
 	}
 	return t
 }
@@ -150,7 +150,12 @@ func (t *topic) generate(i int64) Record {
 		}
 		sb.WriteString(vocabularyWord(skewed(h, t.keys)))
 	}
-	return Record{Text: sb.String(), Timestamp: i}
+	// A line is keyed by itself, as keyBy(line -> line) keys a stream of
+	// strings in Flink: a keyed operator right after the source counts
+	// whole lines (with wordsPerLine 1, words); a tokenizer first counts
+	// the words of longer lines.
+	line := sb.String()
+	return Record{Key: line, Text: line, Timestamp: i}
 }
 
 // skewed maps a random 64-bit value to 0..n-1 with a quadratic skew, so a few
