@@ -62,10 +62,10 @@ func FullSizes() Sizes {
 // QuickSizes are the sizes of --quick: the same cases, small enough to
 // finish in well under a minute on two shared cores.
 func QuickSizes() Sizes {
-	return Sizes{WordCountRecords: 100_000, WordCountKeys: 10_000, Parallelisms: []int{1, 2, 4},
+	return Sizes{WordCountRecords: 50_000, WordCountKeys: 10_000, Parallelisms: []int{1, 2, 4},
 		ValueStateRecords: 200_000, PebbleRecords: 20_000,
 		StateSizes: []int{1_000, 10_000, 100_000}, CheckpointRounds: 4,
-		Viewers: []int{1, 10, 100}, Events: 2_000}
+		Viewers: []int{1, 10, 100}, Events: 1_000}
 }
 
 // Config is one run of the bench.
