@@ -122,8 +122,15 @@ type RestoreInfo struct {
 	Reads []rescale.Read `json:"reads,omitempty"`
 	// Offsets are the source partitions and offsets the subtask will read from.
 	Offsets []PartitionOffset `json:"offsets,omitempty"`
-	// OperatorState lists the operator state elements restored, by state name.
+	// OperatorState lists the operator state elements restored, by state
+	// name: the subtask's share as Flink's repartitioner hands it over,
+	// before the operator looks at it (with union state, every element).
 	OperatorState map[string][]string `json:"operatorState,omitempty"`
+	// KeptOperatorState is the operator state after the operator opened:
+	// what it kept of the restored elements (a union-offsets source keeps
+	// its own partitions; a two-phase sink commits and clears its pending
+	// transactions).
+	KeptOperatorState map[string][]string `json:"keptOperatorState,omitempty"`
 	// Transactions are the pending sink transactions committed on restore.
 	Transactions []string `json:"transactions,omitempty"`
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"sort"
 	"strconv"
@@ -275,4 +276,65 @@ func TestCrashWhileStoppingWithSavepoint(t *testing.T) {
 	cmp, err := s.Compare()
 	require.NoError(t, err)
 	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+}
+
+// A restore event records the operator state Flink's repartitioner hands the
+// subtask, before the operator looks at it, and separately what the operator
+// kept. With union offsets both new source subtasks receive all five
+// partitions at their savepoint offsets; subtask 0 keeps p0 p2 p4, subtask 1
+// keeps p1 p3 (partition mod 2). With split offsets the repartitioner
+// already cut the list ([p0 p1 p2], [p3 p4]) and the source keeps it all.
+func TestRestoreEventShowsRestoredAndKeptOperatorState(t *testing.T) {
+	tests := []struct {
+		mode     string
+		restored [][]int
+		kept     [][]int
+	}{
+		{OffsetsUnion, [][]int{{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}}, [][]int{{0, 2, 4}, {1, 3}}},
+		{OffsetsSplit, [][]int{{0, 1, 2}, {3, 4}}, [][]int{{0, 1, 2}, {3, 4}}},
+	}
+	partitions := func(t *testing.T, elems []string) ([]int, []int64) {
+		var ps []int
+		var offs []int64
+		for _, e := range elems {
+			var po PartitionOffset
+			require.NoError(t, json.Unmarshal([]byte(e), &po), e)
+			ps = append(ps, po.Partition)
+			offs = append(offs, po.Offset)
+		}
+		return ps, offs
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			spec := &JobSpec{
+				Name: "offsets", Seed: 3,
+				Operators: []OperatorSpec{
+					{ID: "source", Kind: KindSource, Parallelism: 1, Options: map[string]any{"partitions": 5, "records": 500, "offsets": tc.mode}},
+					{ID: "sink", Kind: KindSink, Parallelism: 1},
+				},
+				Edges:   []EdgeSpec{{From: "source", To: "sink", Partitioner: Rebalance}},
+				Cluster: ClusterSpec{TaskManagers: 1, SlotsPerTaskManager: 2},
+			}
+			s, log := newTestStepper(t, spec)
+			s.Steps(120)
+			rescaleTo(t, s, "source", 2)
+			saved := map[int]int64{}
+			for _, p := range s.Snapshot().Sources[0].Partitions {
+				saved[p.Partition] = p.Checkpointed
+			}
+			restored := restoreEvents(log, 2)
+			for i := range 2 {
+				r := restored[taskName("source", i)]
+				require.NotNil(t, r)
+				got, offs := partitions(t, r.OperatorState["offsets"])
+				assert.Equal(t, tc.restored[i], got, "source#%d restored", i)
+				for j, p := range got {
+					assert.Equal(t, saved[p], offs[j], "source#%d restored partition %d at its savepoint offset", i, p)
+				}
+				kept, _ := partitions(t, r.KeptOperatorState["offsets"])
+				assert.Equal(t, tc.kept[i], kept, "source#%d kept", i)
+				assert.Equal(t, tc.kept[i], partitionsOf(r), "source#%d reads what it kept", i)
+			}
+		})
+	}
 }

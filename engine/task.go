@@ -655,6 +655,11 @@ func (t *subtask) open(r *restoreSpec) error {
 	if err := t.fn.open(t, r, info); err != nil {
 		return err
 	}
+	if r != nil {
+		if m := operatorStateStrings(t.opBackend); len(m) > 0 {
+			info.KeptOperatorState = m
+		}
+	}
 	t.restoreInfo = info
 	msg := fmt.Sprintf("%s started with empty state", t.name)
 	if r != nil {
