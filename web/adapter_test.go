@@ -158,10 +158,10 @@ func TestRealEngineLiveAndSwitchingModes(t *testing.T) {
 
 	send(t, c, `{"type":"command","id":"p","name":"pause"}`)
 	require.Equal(t, "ack", reply(t, c, "p")["type"])
-	waitSnapshot(t, c, 10*time.Second, "paused", func(m msg) bool { return m["paused"] == true })
+	waitSnapshot(t, c, 30*time.Second, "paused", func(m msg) bool { return m["paused"] == true })
 
 	send(t, c, `{"type":"command","id":"m","name":"reset","args":{"driver":"step"}}`)
-	waitSnapshot(t, c, 10*time.Second, "teaching mode", func(m msg) bool { return m["driver"] == "step" && m["seed"] == 4.0 })
+	waitSnapshot(t, c, 30*time.Second, "teaching mode", func(m msg) bool { return m["driver"] == "step" && m["seed"] == 4.0 })
 	assert.Equal(t, "ack", reply(t, c, "m")["type"])
 }
 
