@@ -135,7 +135,7 @@ func BenchmarkValueStatePebble(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer kb.Close()
-	db, err := pebble.Open(filepath.Join(dir, "bare"), pebbleOptions(nil))
+	db, err := openPebble(filepath.Join(dir, "bare"), nil, false)
 	if err != nil {
 		b.Fatal(err)
 	}

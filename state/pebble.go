@@ -79,16 +79,47 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	panic("pebble: " + msg)
 }
 
-// pebbleOptions are the options every pebble backend runs with. The WAL is
-// off, as Flink runs RocksDB: durability comes from checkpoints, and a
-// snapshot flushes the memtable first. Memtables may grow to 64 MiB, Flink's
+// Memory of one pebble backend. Memtables may grow to 64 MiB, Flink's
 // default RocksDB write buffer size (Pebble starts each DB at 256 KiB and
-// doubles, so many small backends stay small).
+// doubles at every flush, so many small backends stay small).
+//
+// Pebble charges every memtable to the DB's block cache, as Flink's RocksDB
+// backend charges write buffers to its managed memory (WriteBufferManager).
+// With Pebble's default 8 MiB cache, a few checkpoints (each flushes the
+// memtable, and the next one is twice as large) left no room for a single
+// block: every Get after a checkpoint read its SST blocks from disk again,
+// which cost about a quarter of the throughput. So the cache holds the
+// memtables' worst case — the live one, one waiting for its flush
+// (MemTableStopWritesThreshold 2) and one kept for reuse — beside a block
+// budget of its own. A cache is a cap, not an allocation: memory is used
+// only for blocks actually read.
+const (
+	pebbleMemTableBytes   = 64 << 20
+	pebbleBlockCacheBytes = 32 << 20
+	pebbleCacheBytes      = pebbleBlockCacheBytes + 3*pebbleMemTableBytes
+)
+
+// pebbleOptions are the options every pebble backend runs with, except the
+// cache, which openPebble adds. The WAL is off, as Flink runs RocksDB:
+// durability comes from checkpoints, and a snapshot flushes the memtable
+// first.
 func pebbleOptions(l *slog.Logger) *pebble.Options {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return &pebble.Options{DisableWAL: true, Logger: pebbleLogger{l}, MemTableSize: 64 << 20}
+	return &pebble.Options{DisableWAL: true, Logger: pebbleLogger{l}, MemTableSize: pebbleMemTableBytes}
+}
+
+// openPebble opens the DB in dir with pebbleOptions and a block cache of
+// pebbleCacheBytes of its own.
+func openPebble(dir string, l *slog.Logger, readOnly bool) (*pebble.DB, error) {
+	opts := pebbleOptions(l)
+	opts.ReadOnly = readOnly
+	opts.Cache = pebble.NewCache(pebbleCacheBytes)
+	// The DB takes its own reference; ours goes now, so the cache is freed
+	// with the DB.
+	defer opts.Cache.Unref()
+	return pebble.Open(dir, opts)
 }
 
 // prepareDir makes dir if needed and refuses one with files in it, so a
@@ -117,7 +148,7 @@ func openPebbleBackend(cfg KeyedBackendConfig) (KeyedBackend, error) {
 		return nil, fmt.Errorf("state: open pebble backend: %w", err)
 	}
 	b := newPebbleBackend(cfg)
-	db, err := pebble.Open(b.dbDir, pebbleOptions(cfg.Logger))
+	db, err := openPebble(b.dbDir, cfg.Logger, false)
 	if err != nil {
 		return nil, fmt.Errorf("state: open pebble backend in %s: %w", cfg.Dir, err)
 	}
@@ -711,7 +742,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 		if err != nil {
 			return nil, fmt.Errorf("restore key groups %v: %w", cfg.KeyGroupRange, err)
 		}
-		if b.db, err = pebble.Open(b.dbDir, pebbleOptions(cfg.Logger)); err != nil {
+		if b.db, err = openPebble(b.dbDir, cfg.Logger, false); err != nil {
 			return nil, fmt.Errorf("restore key groups %v: open checkpoint %d: %w", cfg.KeyGroupRange, base.CheckpointID, err)
 		}
 		for _, s := range base.States {
@@ -734,7 +765,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 		for _, f := range base.SharedFiles {
 			b.confirmedSST[f.LocalName] = f.File
 		}
-	} else if b.db, err = pebble.Open(b.dbDir, pebbleOptions(cfg.Logger)); err != nil {
+	} else if b.db, err = openPebble(b.dbDir, cfg.Logger, false); err != nil {
 		return nil, fmt.Errorf("state: restore pebble backend in %s: %w", cfg.Dir, err)
 	}
 	ins := &inserter{b: b}
@@ -809,9 +840,7 @@ func (b *pebbleBackend) mergeIncremental(storage CheckpointStorage, h *KeyedStat
 	if err != nil {
 		return n, err
 	}
-	opts := pebbleOptions(b.cfg.Logger)
-	opts.ReadOnly = true
-	db, err := pebble.Open(dir, opts)
+	db, err := openPebble(dir, b.cfg.Logger, true)
 	if err != nil {
 		return n, fmt.Errorf("open checkpoint %d of key groups %v: %w", h.CheckpointID, h.KeyGroupRange, err)
 	}
