@@ -64,7 +64,8 @@ type EngineFactory func(ctx context.Context, cfg RunConfig) (Engine, error)
 // RunConfig is what a session asks an EngineFactory to start.
 type RunConfig struct {
 	Spec    *engine.JobSpec
-	Driver  string // DriverStepper or DriverLive
+	from    *replayPlan // set: replay a recorded run (timetravel.go)
+	Driver  string      // DriverStepper or DriverLive
 	DataDir string
 }
 
@@ -86,5 +87,6 @@ type Command struct {
 	Text        string  `json:"text,omitempty"`
 	Partition   int     `json:"partition,omitempty"` // -1: let the source choose
 	Seed        int64   `json:"seed,omitempty"`
+	Target      int64   `json:"target,omitempty"` // seek, fork: args.step (-1: the present)
 	Driver      string  `json:"driver,omitempty"`
 }

@@ -33,6 +33,11 @@ type client struct {
 	closeText string
 	// lim is the client's command rate limiter, used only by its reader.
 	lim *tokenBucket
+
+	// forked and heavy are its reader's too (timetravel.go): the result of
+	// a fork for its ack, and the limiter of seeks and forks.
+	forked *forkResult
+	heavy  *tokenBucket
 }
 
 type hubOp int

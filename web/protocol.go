@@ -56,6 +56,10 @@ type eventsMsg struct {
 type ackMsg struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`
+	// Session and Step answer a fork: the new session and the step it
+	// starts from.
+	Session string `json:"session,omitempty"`
+	Step    *int64 `json:"step,omitempty"`
 }
 
 type errorMsg struct {

@@ -44,6 +44,7 @@ func (srv *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /lessons/{slug}", srv.handleLesson)
 	mux.HandleFunc("GET /classroom", srv.handleClassroom)
 	mux.HandleFunc("GET /ws", srv.handleWS)
+	srv.classroomRoutes(mux)
 	mux.HandleFunc("GET /api/keygroup", srv.handleKeyGroup)
 	mux.HandleFunc("GET /api/sessions/{id}/tasks/{task}/state", srv.handleTaskState)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -161,8 +162,7 @@ func (srv *Server) handleLesson(w http.ResponseWriter, r *http.Request) {
 }
 
 func (srv *Server) handleClassroom(w http.ResponseWriter, r *http.Request) {
-	p := srv.page(w, r, "classroom", "classroom.title")
-	srv.render(w, r, http.StatusOK, pages.Classroom(p))
+	srv.handleClassroomStart(w, r)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

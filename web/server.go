@@ -52,6 +52,14 @@ type Config struct {
 	// send (default 20 per second, bursts of 40).
 	CommandRate  float64
 	CommandBurst float64
+	// PublicURL is the scheme://host[:port] the classroom's join links and
+	// QR codes name (statelab serve sets it to the LAN address when it
+	// listens beyond loopback); empty: the address the request came to.
+	PublicURL string
+	// MaxClassrooms caps classrooms running at once (default 8);
+	// MaxFollowers caps one classroom's followers (default 250).
+	MaxClassrooms int
+	MaxFollowers  int
 	// Lessons lists and renders lessons; nil shows an empty lesson list.
 	Lessons LessonCatalog
 	// Logger receives the server's log (default: discard).
@@ -118,6 +126,8 @@ type Server struct {
 	i18n     *Catalog
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
+	// ext holds the classrooms and share exports (classroom.go, share.go).
+	ext serverExt
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -157,6 +167,8 @@ func New(cfg Config) (*Server, error) {
 			http.Error(w, reason.Error(), status)
 		},
 	}
+	// Forks, share links and imported scenarios start replayed runs.
+	srv.cfg.Engines = srv.replaying(srv.cfg.Engines)
 	srv.mux = srv.routes()
 	srv.wg.Add(2)
 	go func() { defer srv.wg.Done(); srv.hub.run(ctx.Done()) }()
@@ -285,7 +297,8 @@ func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered (403 for a foreign origin)
 	}
 	ws.SetReadLimit(srv.cfg.ReadLimit)
-	s, pe := srv.openSession(r.URL.Query())
+	s, role, release, pe := srv.openConn(r.URL.Query())
+	defer release()
 	if pe != nil {
 		// Say why in a message the page can show, then close.
 		_ = ws.SetWriteDeadline(time.Now().Add(writeWait))
@@ -294,7 +307,7 @@ func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close()
 		return
 	}
-	c := &client{ws: ws, send: make(chan []byte, srv.cfg.SendBuffer), session: s, role: RoleController,
+	c := &client{ws: ws, send: make(chan []byte, srv.cfg.SendBuffer), session: s, role: role,
 		lim: newTokenBucket(srv.cfg.CommandRate, srv.cfg.CommandBurst)}
 	go c.writer()
 	if !s.join(c) {

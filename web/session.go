@@ -36,6 +36,9 @@ type Session struct {
 	Template string
 	Created  time.Time
 
+	// x is the session's classroom and time-travel state (timetravel.go).
+	x sessionExt
+
 	srv     *Server
 	run     RunConfig // how the current engine was started (reset restarts from it)
 	viewers atomic.Int64
@@ -126,6 +129,7 @@ func (s *Session) close(reason string) {
 	if err := s.engine().Close(); err != nil {
 		s.srv.log.Warn("close engine", "session", s.ID, "err", err)
 	}
+	s.closeReview()
 	if err := os.RemoveAll(s.run.DataDir); err != nil {
 		s.srv.log.Warn("remove session data", "session", s.ID, "err", err)
 	}
@@ -207,12 +211,14 @@ func (s *Session) pump() {
 				continue
 			}
 			co.add(e)
+			s.observe(e)
 			activity = true
 			if structural[string(e.Kind)] {
 				needSnap = true
 			}
 		case <-tick.C:
 			flush()
+			s.maybeBroadcastTimeline()
 			if d := sub.Dropped(); d != dropped {
 				dropped, needSnap = d, true
 			}
@@ -236,6 +242,7 @@ func (s *Session) pump() {
 				frame = mustJSON(errorMsg{Type: "error", Code: CodeInternal, Message: "cannot build the snapshot: " + err.Error()})
 			}
 			s.srv.hub.register(c, s, frame)
+			s.sendTimelineTo(c)
 		case r := <-s.swaps:
 			flush()
 			co = coalescer{}
@@ -283,7 +290,7 @@ func (s *Session) handle(c *client, data []byte) {
 		s.srv.hub.unicast(c, mustJSON(errorMsg{Type: "error", ID: id, Code: pe.Code, Message: pe.Message}))
 		return
 	}
-	s.srv.hub.unicast(c, mustJSON(ackMsg{Type: "ack", ID: id}))
+	s.srv.hub.unicast(c, mustJSON(c.ack(id)))
 }
 
 // execute applies cmd to the engine.
@@ -292,6 +299,9 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 	defer s.cmdMu.Unlock()
 	if s.closed.Load() {
 		return perr(CodeRefused, "the session has ended; open a new sandbox")
+	}
+	if pe, done := s.timeTravel(c, cmd); done {
+		return pe
 	}
 	eng := s.engine()
 	var err error
