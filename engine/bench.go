@@ -30,12 +30,43 @@ type ThroughputConfig struct {
 	Dir                string
 }
 
-// Throughput is records per second over a measured window.
+// Throughput is records per second over a measured window. CPU is the CPU
+// time the whole process used in the window (every goroutine, Pebble's
+// flushes and compactions included) and PerCPUSecond the records per CPU
+// second: on a machine shared with other work, whose load swings the wall
+// clock rates, it is the steadier measure of what a case costs.
 type Throughput struct {
-	Records     int64         `json:"records"`
-	Elapsed     time.Duration `json:"elapsed"`
-	PerSecond   float64       `json:"perSecond"`
-	Checkpoints int           `json:"checkpoints,omitempty"`
+	Records      int64         `json:"records"`
+	Elapsed      time.Duration `json:"elapsed"`
+	PerSecond    float64       `json:"perSecond"`
+	Checkpoints  int           `json:"checkpoints,omitempty"`
+	CPU          time.Duration `json:"cpu,omitempty"`
+	PerCPUSecond float64       `json:"perCPUSecond,omitempty"`
+	// SyncShare is the share of the window the keyed subtasks spent in
+	// checkpoints' synchronous parts (averaged over subtasks): time in which
+	// they processed no record.
+	SyncShare float64 `json:"syncShare,omitempty"`
+}
+
+// measureWindow is the start of a measured window: records counted and CPU used.
+type measureWindow struct {
+	records int64
+	wall    time.Time
+	cpu     time.Duration
+}
+
+func startWindow(records int64) measureWindow {
+	return measureWindow{records: records, wall: time.Now(), cpu: processCPU()}
+}
+
+// end closes the window at records.
+func (w measureWindow) end(records int64) Throughput {
+	el, cpu := time.Since(w.wall), processCPU()-w.cpu
+	tp := Throughput{Records: records - w.records, Elapsed: el, PerSecond: float64(records-w.records) / el.Seconds(), CPU: cpu}
+	if cpu > 0 {
+		tp.PerCPUSecond = float64(tp.Records) / cpu.Seconds()
+	}
+	return tp
 }
 
 func (c *ThroughputConfig) defaults() {
@@ -95,16 +126,32 @@ func MeasureLiveKeyedCount(ctx context.Context, cfg ThroughputConfig) (Throughpu
 		return Throughput{}, err
 	}
 	r0, c0 := counted()
-	t0 := time.Now()
+	w := startWindow(r0)
+	v0 := l.now()
 	if err := sleepCtx(ctx, cfg.Window); err != nil {
 		return Throughput{}, err
 	}
 	r1, c1 := counted()
-	el := time.Since(t0)
-	if s := l.Snapshot(); s.Job.Status != JobRunning {
+	tp := w.end(r1)
+	v1 := l.now()
+	tp.Checkpoints = c1 - c0
+	s := l.Snapshot()
+	if s.Job.Status != JobRunning {
 		return Throughput{}, fmt.Errorf("benchmark job is %s", s.Job.Status)
 	}
-	return Throughput{Records: r1 - r0, Elapsed: el, PerSecond: float64(r1-r0) / el.Seconds(), Checkpoints: c1 - c0}, nil
+	var sync time.Duration
+	for _, h := range s.Checkpoints.History {
+		if h.TriggerTime < v0 || h.TriggerTime >= v1 {
+			continue
+		}
+		for _, a := range h.Subtasks {
+			if a.Operator == "count" {
+				sync += a.SyncDuration
+			}
+		}
+	}
+	tp.SyncShare = sync.Seconds() / float64(cfg.Parallelism) / (v1 - v0).Seconds()
+	return tp, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -189,12 +236,11 @@ func MeasureBarePipeline(ctx context.Context, parallelism, keys int, warmup, win
 	if err := sleepCtx(ctx, warmup); err != nil {
 		return Throughput{}, err
 	}
-	r0, t0 := counted.Load(), time.Now()
+	w := startWindow(counted.Load())
 	if err := sleepCtx(ctx, window); err != nil {
 		return Throughput{}, err
 	}
-	r1, el := counted.Load(), time.Since(t0)
-	return Throughput{Records: r1 - r0, Elapsed: el, PerSecond: float64(r1-r0) / el.Seconds()}, nil
+	return w.end(counted.Load()), nil
 }
 
 // MeasureBarePebble is the Pebble baseline: parallelism goroutines, each
@@ -218,12 +264,11 @@ func MeasureBarePebble(ctx context.Context, dir string, parallelism, keys int, w
 		if err := sleepCtx(ctx, warmup); err != nil {
 			return Throughput{}, err
 		}
-		r0, t0 := counted.Load(), time.Now()
+		w := startWindow(counted.Load())
 		if err := sleepCtx(ctx, window); err != nil {
 			return Throughput{}, err
 		}
-		r1, el := counted.Load(), time.Since(t0)
-		return Throughput{Records: r1 - r0, Elapsed: el, PerSecond: float64(r1-r0) / el.Seconds()}, nil
+		return w.end(counted.Load()), nil
 	}()
 	cancel()
 	wg.Wait()

@@ -15,7 +15,12 @@
 //     EmbeddedRocksDBStateBackend: one Pebble LSM per subtask on the node's
 //     local disk, key = [key group u16 BE][state id u16 BE][key with 0x00
 //     escaped, then 0x00 0x01][user key], so a key-group range is one
-//     contiguous scan and keys of different lengths never collide).
+//     contiguous scan and keys of different lengths never collide). Each
+//     DB has a block cache of its own that holds its memtables' reservation
+//     (Pebble charges memtables to the cache, as Flink charges RocksDB's
+//     write buffers to managed memory) beside a 32 MiB block budget;
+//     memtables stay at most 8 MiB, so an incremental checkpoint's
+//     synchronous flush is short (see pebble.go).
 //   - ValueState, ListState, MapState, ReducingState: typed handles scoped to
 //     the backend's current key, made by Value, List, Map and Reducing.
 //   - OperatorBackend: non-keyed operator state of one subtask: ListState in
@@ -29,6 +34,9 @@
 //     (pebble only) lists the SST files of a Pebble checkpoint: new ones are
 //     uploaded to shared/, old ones are referenced again.
 //   - CheckpointStorage: where snapshots go, made by NewCheckpointStorage.
+//     A job id names a directory, so it must be a plain name
+//     (ValidDirName); SafeDirName maps any display name to one. Paths read
+//     back from metadata never leave the job's directory.
 //     JobManagerStorage keeps them in memory with Flink's per-state cap
 //     (5 MiB by default; above it the checkpoint fails and the error
 //     suggests the filesystem storage). FileSystemStorage writes Flink's

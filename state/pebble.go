@@ -79,22 +79,29 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	panic("pebble: " + msg)
 }
 
-// Memory of one pebble backend. Memtables may grow to 64 MiB, Flink's
-// default RocksDB write buffer size (Pebble starts each DB at 256 KiB and
-// doubles at every flush, so many small backends stay small).
+// Memory of one pebble backend.
+//
+// Memtables grow to 8 MiB (Pebble starts each DB at 256 KiB and doubles).
+// Flink's RocksDB default write buffer is 64 MiB, but an incremental
+// checkpoint must flush the memtable in its synchronous part, while the
+// subtask stands still: with 64 MiB of versions piled up since the last
+// checkpoint that flush took 40–110 ms of every second at full speed. An
+// 8 MiB memtable is flushed by Pebble in the background whenever it fills,
+// so the barrier's flush writes at most 8 MiB (15–50 ms); its smaller
+// skiplist also makes every Get cheaper. (With managed memory Flink's
+// WriteBufferManager likewise flushes before 64 MiB when the slot's budget
+// is reached.)
 //
 // Pebble charges every memtable to the DB's block cache, as Flink's RocksDB
-// backend charges write buffers to its managed memory (WriteBufferManager).
-// With Pebble's default 8 MiB cache, a few checkpoints (each flushes the
-// memtable, and the next one is twice as large) left no room for a single
-// block: every Get after a checkpoint read its SST blocks from disk again,
-// which cost about a quarter of the throughput. So the cache holds the
-// memtables' worst case — the live one, one waiting for its flush
-// (MemTableStopWritesThreshold 2) and one kept for reuse — beside a block
-// budget of its own. A cache is a cap, not an allocation: memory is used
-// only for blocks actually read.
+// backend charges write buffers to its managed memory. With Pebble's
+// default 8 MiB cache a grown memtable reserved the whole cache, so after a
+// few checkpoints every Get read its SST blocks from disk again. The cache
+// therefore holds the memtables' worst case — the live one, one waiting for
+// its flush (MemTableStopWritesThreshold 2) and one kept for reuse — beside
+// a block budget of its own. A cache is a cap, not an allocation: memory is
+// used only for blocks actually read.
 const (
-	pebbleMemTableBytes   = 64 << 20
+	pebbleMemTableBytes   = 8 << 20
 	pebbleBlockCacheBytes = 32 << 20
 	pebbleCacheBytes      = pebbleBlockCacheBytes + 3*pebbleMemTableBytes
 )

@@ -296,9 +296,10 @@ func TestSavepointIsFullAndPortable(t *testing.T) {
 
 // After checkpoints the block cache still caches blocks. Pebble charges each
 // memtable to the block cache; a memtable that fills up is followed by one
-// twice as large (up to 64 MiB). With Pebble's default 8 MiB cache, once
-// the memtable had grown past 8 MiB the whole cache was reserved and every
-// Get after a checkpoint's flush read its blocks from disk. Here each round
+// twice as large, up to the backend's memtable size. With Pebble's default
+// 8 MiB cache, once the memtables (the live one and one kept for reuse)
+// reserved 8 MiB, the whole cache was reserved and every Get after a
+// checkpoint's flush read its blocks from disk. Here each round
 // writes 8 MiB (2,000 keys of 4 KiB) and checkpoints; then reading all keys
 // twice, the second pass must hit the cache.
 func TestPebbleBlockCacheSurvivesCheckpoints(t *testing.T) {
@@ -312,7 +313,7 @@ func TestPebbleBlockCacheSurvivesCheckpoints(t *testing.T) {
 	require.NoError(t, err)
 	const keys = 2000
 	page := func(id int64) string { return strings.Repeat(string(rune('a'+id)), 4096) }
-	for id := int64(1); id <= 4; id++ {
+	for id := int64(1); id <= 2; id++ {
 		for i := range keys {
 			setKey(t, kb, fmt.Sprintf("k%d", i))
 			require.NoError(t, val.Update(page(id)))
@@ -331,14 +332,14 @@ func TestPebbleBlockCacheSurvivesCheckpoints(t *testing.T) {
 			v, ok, err := val.Value()
 			require.NoError(t, err)
 			require.True(t, ok)
-			require.Equal(t, page(4), v)
+			require.Equal(t, page(2), v)
 		}
 	}
 	readAll() // the memtable is empty after the last flush: every key is in an SST
 	before := db.Metrics().BlockCache
 	readAll()
 	after := db.Metrics().BlockCache
-	assert.Greater(t, db.Metrics().MemTable.Size, uint64(8<<20), "the memtable grew past Pebble's default cache size")
+	assert.GreaterOrEqual(t, db.Metrics().MemTable.Size, uint64(8<<20), "memtables reserve at least Pebble's default cache size")
 	assert.Positive(t, after.Size, "blocks stay in the cache")
 	assert.GreaterOrEqual(t, after.Hits-before.Hits, int64(keys), "the second pass reads from the cache")
 	assert.Less(t, after.Misses-before.Misses, int64(keys/10), "and hardly misses")
