@@ -130,6 +130,7 @@ func (s *Session) close(reason string) {
 		s.srv.log.Warn("close engine", "session", s.ID, "err", err)
 	}
 	s.closeReview()
+	s.closeReview()
 	if err := os.RemoveAll(s.run.DataDir); err != nil {
 		s.srv.log.Warn("remove session data", "session", s.ID, "err", err)
 	}
@@ -219,6 +220,7 @@ func (s *Session) pump() {
 		case <-tick.C:
 			flush()
 			s.maybeBroadcastTimeline()
+			s.maybeBroadcastTimeline()
 			if d := sub.Dropped(); d != dropped {
 				dropped, needSnap = d, true
 			}
@@ -242,6 +244,7 @@ func (s *Session) pump() {
 				frame = mustJSON(errorMsg{Type: "error", Code: CodeInternal, Message: "cannot build the snapshot: " + err.Error()})
 			}
 			s.srv.hub.register(c, s, frame)
+			s.sendTimelineTo(c)
 			s.sendTimelineTo(c)
 		case r := <-s.swaps:
 			flush()
@@ -281,7 +284,7 @@ func (s *Session) handle(c *client, data []byte) {
 		pe = perr(CodeRefused, "too many commands: this connection may send %g per second; wait a moment and send it again", s.srv.cfg.CommandRate)
 	}
 	if pe == nil && def.control && c.role != RoleController {
-		pe = perr(CodeForbidden, "%s: this view follows the session and cannot control it", cmd.Name)
+		pe = perr(CodeForbidden, "%s: this view follows the session and cannot control it; fork it (the fork command) to try it in a sandbox of your own", cmd.Name)
 	}
 	if pe == nil {
 		pe = s.execute(c, &cmd)

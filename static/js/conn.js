@@ -22,7 +22,9 @@ export class Connection {
   }
 
   open() {
-    const q = this.session ? `session=${encodeURIComponent(this.session)}` : this.query;
+    // A classroom's presenter and followers reconnect as what they are,
+    // not through the session id.
+    const q = this.session && !/(^|&)classroom=/.test(this.query) ? `session=${encodeURIComponent(this.session)}` : this.query;
     this.h.onStatus?.('connecting');
     const ws = new WebSocket(this.url(q));
     this.ws = ws;
@@ -52,6 +54,9 @@ export class Connection {
         break;
       case 'events':
         this.h.onEvents?.(m.events);
+        break;
+      case 'timeline':
+        this.h.onTimeline?.(m);
         break;
       case 'ack': {
         const p = this.pending.get(m.id);

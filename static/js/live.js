@@ -14,6 +14,7 @@ import { CheckpointsView } from './views/checkpoints.js';
 import { SinkView } from './views/sink.js';
 import { LogView } from './views/log.js';
 import { ExplainView } from './views/explain.js';
+import { Timeline } from './timeline.js';
 
 async function main() {
   const ws = $('workspace');
@@ -78,6 +79,7 @@ async function main() {
   const log = new LogView($('log'), $('log-data'), model);
   const explain = new ExplainView($('explain-body'), model, actions);
   const controls = new Controls(model, send, actions, toast);
+  const timeline = new Timeline(ws, model, send, toast, (session) => { location.href = `/sandbox/live?session=${encodeURIComponent(session)}`; });
   const views = [graph, strip, inspector, sources, checkpoints, sink, log, explain];
   const names = ['graph', 'strip', 'inspector', 'sources', 'checkpoints', 'sink', 'log', 'explain'];
   // Milliseconds spent per view, for the browser test's frame-rate report.
@@ -111,7 +113,7 @@ async function main() {
   const clockText = (snap) => (snap.driver === 'step' ? t('status.clockStep', { step: snap.step, time: fmtClock(snap.at) }) : t('status.clockLive', { time: fmtClock(snap.at) }));
   model.on(() => renderStatus());
 
-  conn = new Connection(ws.dataset.ws, {
+  const handlers = {
     onSnapshot: (m) => {
       const t0 = performance.now();
       model.applySnapshot(m);
@@ -139,7 +141,16 @@ async function main() {
       status.textContent = t(`conn.${state}`) + (detail ? ` — ${detail}` : '');
     },
     onError: (m) => toast(m.message, 'error'),
-  });
+    onTimeline: (m) => timeline.update(m),
+  };
+  // connect opens the socket for query, closing the open one (a classroom
+  // follower switches between following and its fork this way).
+  const connect = (query) => {
+    conn?.close();
+    conn = new Connection(query, handlers);
+    if (window.statelab) window.statelab.conn = conn;
+  };
+  connect(ws.dataset.ws);
 
   // One frame loop draws every panel; a panel with nothing new does nothing.
   const frame = (now) => {
@@ -156,7 +167,8 @@ async function main() {
     });
   };
   requestAnimationFrame(frame);
-  window.statelab = { model, conn, graph, strip, timing };
+  window.statelab = { model, conn, graph, strip, timing, connect, send, toast, timeline };
+  document.dispatchEvent(new CustomEvent('statelab:ready', { detail: window.statelab }));
 }
 
 function fmtClock(ns) {
