@@ -499,3 +499,8 @@ func loopbackURL(u string) bool {
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
 }
+
+// SetPublicURL sets Config.PublicURL once the server's address is known
+// (statelab serve learns its LAN address after it listens). Call it before
+// serving requests.
+func (srv *Server) SetPublicURL(u string) { srv.cfg.PublicURL = strings.TrimRight(u, "/") }

@@ -23,6 +23,9 @@ func init() {
 func runServe(ctx context.Context, args []string, io IO) int {
 	fs := newFlagSet("serve")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port); only loopback unless you choose otherwise")
+	fs.StringVar(addr, "listen", "127.0.0.1:8080", "the same as --addr; --listen 0.0.0.0:8080 serves the local network (a classroom) and prints the LAN URL")
+	classroom := fs.String("classroom", "", "open a classroom running this template (wordcount, clicks, article) at start and print its presenter and join URLs")
+	maxFollowers := fs.Int("max-followers", 250, "most followers of one classroom")
 	data := fs.String("data", "", "directory for session data: Pebble working directories and checkpoints (default: the user's cache directory/statelab)")
 	origins := fs.String("allow-origin", "", "comma-separated extra origins allowed to open WebSockets, e.g. http://localhost:3000 (the app's own origin is always allowed)")
 	maxSessions := fs.Int("max-sessions", 32, "most sessions running at once")
@@ -59,7 +62,7 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 
-	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, Logger: logger})
+	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxFollowers: *maxFollowers, Logger: logger})
 	if err != nil {
 		code, _ := usageError(io, fs.Name(), "%v", err)
 		return code
@@ -75,6 +78,21 @@ func runServe(ctx context.Context, args []string, io IO) int {
 		return exitFail
 	}
 	fmt.Fprintf(io.Out, "StateLab is running at %s\n", appURL(ln.Addr()))
+	base := strings.TrimSuffix(appURL(ln.Addr()), "/")
+	if lan := lanURL(ln.Addr(), net.InterfaceAddrs); lan != "" {
+		// Join links and QR codes must name an address students can reach.
+		srv.SetPublicURL(lan)
+		base = lan
+		fmt.Fprintf(io.Out, "On the local network: %s/ (classroom join links and QR codes use it)\n", lan)
+	}
+	if *classroom != "" {
+		if err := startClassroom(srv, *classroom, base, io.Out); err != nil {
+			_ = ln.Close()
+			_ = srv.Close()
+			fmt.Fprintf(io.Err, "statelab serve: cannot open the classroom: %v\n", err)
+			return exitUsage
+		}
+	}
 	fmt.Fprintf(io.Out, "Session data: %s. Press Ctrl-C to stop.\n", dir)
 	if err := srv.Serve(ctx, ln); err != nil {
 		fmt.Fprintf(io.Err, "statelab serve: %v\n", err)
