@@ -39,6 +39,21 @@
 //  4. A client that cannot keep up is closed with status 1008; it may
 //     reconnect with ?session=ID and start from a new snapshot.
 //
+// Classrooms, time travel and sharing (classroom.go, timetravel.go,
+// share.go; docs/protocol.md has the contract):
+//
+//  1. POST /api/classrooms starts a classroom's session and returns its
+//     join code and presenter token; /ws?classroom=CODE&token=T controls
+//     it, /ws?classroom=CODE follows it (Role: control commands refused
+//     with "forbidden"; fork allowed).
+//  2. A teaching-mode run is replayable: spec + seed + command log give the
+//     same run, event for event. seek shows step N by replaying it in a
+//     second Stepper while the present waits; fork replays it into a new
+//     session; a scenario (template, settings, seed, log, step) and its
+//     share link replay it anywhere; the event log export replays it too.
+//  3. A run that went to the Live driver is no longer replayable: seek,
+//     fork and sharing refuse it and say why.
+//
 // Package direction: web imports engine, rescale and static, never the
 // reverse; cmd/statelab wires it up (statelab serve).
 package web
