@@ -62,6 +62,11 @@ type Config struct {
 	MaxFollowers  int
 	// Lessons lists and renders lessons; nil shows an empty lesson list.
 	Lessons LessonCatalog
+	// Attach configures the attach page (/attach): limits on reading real
+	// JobManagers for learners.
+	Attach AttachConfig
+	// Perf configures the Performance page (/performance) and its quick bench.
+	Perf PerfConfig
 	// Logger receives the server's log (default: discard).
 	Logger *slog.Logger
 }
