@@ -465,9 +465,9 @@ func (w *attachWatch) state() AttachState {
 			st.Jobs = append(st.Jobs, AttachJob{Job: j, Timeline: j.Checkpoints.Timeline()})
 		}
 		for _, wn := range snap.Warnings {
-			iss := attachIssueOf(wn.Err, wn.JobID)
-			if wn.Err == nil {
-				iss = &AttachIssue{Code: AttachFailed, Message: wn.Message, JobID: wn.JobID}
+			iss := &AttachIssue{Code: AttachFailed, Message: wn.Message, JobID: wn.JobID}
+			if wn.Err != nil {
+				iss = attachIssueOf(wn.Err, wn.JobID)
 			}
 			st.Warnings = append(st.Warnings, *iss)
 		}

@@ -24,6 +24,10 @@
 //     handler's goroutine), which parses commands and runs them.
 //   - JobTemplate, SandboxSettings: the sandbox's jobs and their settings.
 //   - LessonCatalog: the hook the lessons package fills (list, page, run).
+//   - The attach page (attach.go, AttachConfig): one shared attach.Poller
+//     per JobManager address, read by the page over JSON; and the
+//     Performance page (perf.go, PerfConfig): the committed bench results
+//     (package docs) and a background quick bench, one run at a time.
 //
 // Contract of a connection (docs/protocol.md has the messages):
 //
@@ -54,6 +58,7 @@
 //  3. A run that went to the Live driver is no longer replayable: seek,
 //     fork and sharing refuse it and say why.
 //
-// Package direction: web imports engine, rescale and static, never the
-// reverse; cmd/statelab wires it up (statelab serve).
+// Package direction: web imports engine, rescale, static, and for those two
+// pages attach, bench and docs, never the reverse; cmd/statelab wires it up
+// (statelab serve).
 package web
