@@ -540,11 +540,20 @@ func (h *attachHandlers) page(w http.ResponseWriter, r *http.Request) {
 	p.Wide = true
 	q := r.URL.Query()
 	f := pages.AttachForm{Flink: q.Get("flink"), Interval: q.Get("interval"), MaxParallelism: q.Get("maxParallelism"),
-		MinInterval: h.m.cfg.MinInterval.String(), MaxInterval: h.m.cfg.MaxInterval.String()}
+		MinInterval: shortDuration(h.m.cfg.MinInterval), MaxInterval: shortDuration(h.m.cfg.MaxInterval)}
 	if f.Interval == "" {
 		f.Interval = "2s"
 	}
 	h.srv.render(w, r, http.StatusOK, pages.Attach(p, f))
+}
+
+// shortDuration writes 1m rather than Go's 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") || strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 func writeAttachIssue(w http.ResponseWriter, status int, iss *AttachIssue) {

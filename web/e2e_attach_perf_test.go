@@ -85,6 +85,11 @@ func TestBrowserAttachErrorsInChinese(t *testing.T) {
 	assert.Contains(t, eval[string](b, `document.getElementById('attach-warnings').innerText`), "最大并行度")
 	assert.Equal(t, 1, eval[int](b, `document.querySelectorAll('.attach-missing').length`), "the keyed vertex says what to do")
 	b.shot("attach-04-missing-field-zh")
+	// What to do, done from the page: assume Flink's default, 128 for p 3.
+	b.run(chromedp.Click(chromedp.CSS(`.attach-use-default`)))
+	b.waitJS(20*time.Second, "the strip from the assumed default", `document.querySelectorAll('.attach-kg .strip:not(.attach-after) rect.kg').length === 128`)
+	assert.Equal(t, "default", eval[string](b, `document.getElementById('attach-maxp').value`))
+	assert.Contains(t, eval[string](b, `location.search`), "maxParallelism=default")
 
 	b.run(chromedp.Navigate(b.url + "/attach?lang=en&flink=" + url.QueryEscape("http://127.0.0.1:1")))
 	b.waitJS(20*time.Second, "the unreachable error", `document.getElementById('attach-error').dataset.code === 'unreachable'`)
