@@ -397,12 +397,6 @@ func (m *attachManager) stop(id string) bool {
 	return ok
 }
 
-func (m *attachManager) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.watches)
-}
-
 // reap stops watches nobody has read for IdleTimeout, until the server's
 // context ends.
 func (m *attachManager) reap() {
