@@ -21,8 +21,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/statelab/statelab/web/pages"
 )
 
 // Browser tests drive Debian's chromium through chromedp. They are skipped
@@ -430,44 +428,15 @@ func toJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// testLessons is a one-lesson catalogue, to see the lesson frame: text
-// beside the live view of the lesson's own session.
-type testLessons struct{}
-
-func (testLessons) List(string) []pages.LessonCard {
-	return []pages.LessonCard{{Slug: "frame", Number: 1, Title: "Key groups", Summary: "Where a key lives.", Minutes: 5}}
-}
-
-func (testLessons) Page(slug, _ string) (pages.Lesson, bool) {
-	if slug != "frame" {
-		return pages.Lesson{}, false
-	}
-	return pages.Lesson{Slug: slug, Title: "Key groups", IntroHTML: "<p>Flink splits keyed state into key groups.</p>",
-		Steps: []pages.LessonStep{
-			{ID: "step-1", Title: "Find a key", HTML: "<p>Type <code>flink</code> into the key box.</p>", Hint: "It is under the job graph."},
-			{ID: "step-2", Title: "Scale out", HTML: "<p>Press + above count.</p>"},
-		},
-		Workspace: pages.Workspace{WSQuery: "lesson=frame"}}, true
-}
-
-func (testLessons) Run(slug string) (RunConfig, bool) {
-	t, _ := Template("article")
-	spec, err := t.Build(t.Defaults)
-	if err != nil || slug != "frame" {
-		return RunConfig{}, false
-	}
-	return RunConfig{Spec: spec, Driver: DriverStepper}, true
-}
-
 func TestBrowserLessonFrame(t *testing.T) {
-	b := newBrowserWith(t, func(c *Config) { c.Lessons = testLessons{} })
+	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/lessons?lang=en"))
 	assert.Contains(t, eval[string](b, `document.querySelector('.lesson-list').innerText`), "Key groups")
-	b.run(chromedp.Click(chromedp.CSS(`a[data-lesson="frame"]`)))
+	b.run(chromedp.Click(chromedp.CSS(`a[data-lesson="08-key-groups"]`)))
 	b.waitJS(20*time.Second, "the lesson's live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
-	assert.Equal(t, "/lessons/frame", eval[string](b, `location.pathname`), "a lesson keeps its own address")
-	assert.Equal(t, 2, eval[int](b, `document.querySelectorAll('.steps .step').length`))
-	assert.Equal(t, "lesson:frame", eval[string](b, `window.statelab.model.snap.template`))
+	assert.Equal(t, "/lessons/08-key-groups", eval[string](b, `location.pathname`), "a lesson keeps its own address")
+	assert.Equal(t, 4, eval[int](b, `document.querySelectorAll('.steps .step').length`))
+	assert.Equal(t, "lesson:08-key-groups", eval[string](b, `window.statelab.model.snap.template`))
 	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
 	b.shot("14-lesson-frame")
 }

@@ -67,6 +67,10 @@ type RunConfig struct {
 	from    *replayPlan // set: replay a recorded run (timetravel.go)
 	Driver  string      // DriverStepper or DriverLive
 	DataDir string
+	// Start, when set, starts this session's engines (the first and every
+	// reset's) instead of Config.Engines: a lesson session plays its lesson
+	// on the real Stepper (lessons.go).
+	Start EngineFactory
 }
 
 // Drivers, as the protocol and `statelab chaos --driver` name them.
@@ -89,4 +93,6 @@ type Command struct {
 	Seed        int64   `json:"seed,omitempty"`
 	Target      int64   `json:"target,omitempty"` // seek, fork: args.step (-1: the present)
 	Driver      string  `json:"driver,omitempty"`
+	Job         string  `json:"job,omitempty"`        // reset: a lesson's job variant
+	LessonStep  int     `json:"lessonStep,omitempty"` // lesson commands: a step, from 1
 }

@@ -243,12 +243,19 @@ var commands = map[string]commandDef{
 		var a struct {
 			Seed   *int64  `json:"seed"`
 			Driver *string `json:"driver"`
+			Job    *string `json:"job"` // a lesson's job variant (lesson sessions only)
 		}
 		if e := decodeArgs(CmdReset, raw, &a, `{"seed":42,"driver":"step"}`); e != nil {
 			return e
 		}
 		if a.Seed != nil {
 			c.Seed = *a.Seed
+		}
+		if a.Job != nil {
+			if *a.Job == "" {
+				return perr(CodeBadArgs, `reset: job is empty; send a job of the lesson, e.g. {"job":"main"}`)
+			}
+			c.Job = *a.Job
 		}
 		if a.Driver != nil {
 			if *a.Driver != DriverStepper && *a.Driver != DriverLive {

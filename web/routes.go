@@ -23,18 +23,6 @@ import (
 	"github.com/statelab/statelab/web/pages"
 )
 
-// LessonCatalog is what the lesson pages need from the lessons package: the
-// list, one lesson's page, and the job a lesson's session runs. The lessons
-// issue implements it; Config.Lessons nil shows an empty list.
-type LessonCatalog interface {
-	List(lang string) []pages.LessonCard
-	// Page returns the lesson's page; its Workspace.WSQuery should be
-	// "lesson=<slug>" so the live view opens the lesson's own session.
-	Page(slug, lang string) (pages.Lesson, bool)
-	// Run returns the job a new session of the lesson starts.
-	Run(slug string) (RunConfig, bool)
-}
-
 func (srv *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", srv.handleHome)
@@ -42,6 +30,7 @@ func (srv *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /sandbox/live", srv.handleSandboxLive)
 	mux.HandleFunc("GET /lessons", srv.handleLessons)
 	mux.HandleFunc("GET /lessons/{slug}", srv.handleLesson)
+	mux.HandleFunc("GET /glossary", srv.handleGlossary)
 	mux.HandleFunc("GET /classroom", srv.handleClassroom)
 	mux.HandleFunc("GET /ws", srv.handleWS)
 	srv.classroomRoutes(mux)
@@ -134,33 +123,6 @@ func (srv *Server) handleSandboxLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	srv.render(w, r, http.StatusOK, pages.SandboxLive(p, pages.Workspace{WSQuery: q.Encode()}))
-}
-
-func (srv *Server) handleLessons(w http.ResponseWriter, r *http.Request) {
-	p := srv.page(w, r, "lessons", "lessons.title")
-	var list []pages.LessonCard
-	if srv.cfg.Lessons != nil {
-		list = srv.cfg.Lessons.List(p.Lang)
-	}
-	srv.render(w, r, http.StatusOK, pages.LessonList(p, list))
-}
-
-func (srv *Server) handleLesson(w http.ResponseWriter, r *http.Request) {
-	p := srv.page(w, r, "lessons", "lessons.title")
-	slug := r.PathValue("slug")
-	if srv.cfg.Lessons == nil {
-		srv.render(w, r, http.StatusNotFound, pages.NotFound(p, fmt.Sprintf(p.T("lessons.unknown"), slug)))
-		return
-	}
-	l, ok := srv.cfg.Lessons.Page(slug, p.Lang)
-	if !ok {
-		srv.render(w, r, http.StatusNotFound, pages.NotFound(p, fmt.Sprintf(p.T("lessons.unknown"), slug)))
-		return
-	}
-	p.Title = l.Title
-	p.Script = "/static/js/live.js"
-	p.Wide = true
-	srv.render(w, r, http.StatusOK, pages.LessonFrame(p, l))
 }
 
 func (srv *Server) handleClassroom(w http.ResponseWriter, r *http.Request) {
@@ -316,16 +278,4 @@ func (h *assetHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
-}
-
-// openLesson starts a lesson's session (/ws?lesson=slug).
-func (srv *Server) openLesson(slug string) (*Session, *protoError) {
-	if srv.cfg.Lessons == nil {
-		return nil, perr(CodeUnknownJob, "there are no lessons on this server; open a sandbox instead")
-	}
-	run, ok := srv.cfg.Lessons.Run(slug)
-	if !ok {
-		return nil, perr(CodeUnknownJob, "there is no lesson %q; see /lessons for the list", slug)
-	}
-	return srv.createSession("lesson", "lesson:"+slug, run)
 }

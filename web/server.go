@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/statelab/statelab/lessons"
 )
 
 // Config configures a Server. Zero values take the defaults listed.
@@ -60,8 +62,9 @@ type Config struct {
 	// MaxFollowers caps one classroom's followers (default 250).
 	MaxClassrooms int
 	MaxFollowers  int
-	// Lessons lists and renders lessons; nil shows an empty lesson list.
-	Lessons LessonCatalog
+	// Lessons are the course the lesson pages and lesson sessions serve
+	// (default: the embedded lessons, lessons.Default).
+	Lessons *lessons.Catalog
 	// Attach configures the attach page (/attach): limits on reading real
 	// JobManagers for learners.
 	Attach AttachConfig
@@ -105,6 +108,13 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Lessons == nil {
+		cat, err := lessons.Default()
+		if err != nil {
+			return fmt.Errorf("web: load the lessons: %w", err)
+		}
+		c.Lessons = cat
 	}
 	for _, o := range c.AllowOrigins {
 		u, err := url.Parse(o)
@@ -352,7 +362,7 @@ func (srv *Server) openSession(q url.Values) (*Session, *protoError) {
 		return s, nil
 	}
 	if slug := q.Get("lesson"); slug != "" {
-		return srv.openLesson(slug)
+		return srv.openLesson(slug, q)
 	}
 	tid := q.Get("template")
 	if tid == "" {

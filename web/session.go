@@ -58,6 +58,9 @@ type Session struct {
 	done   chan struct{}
 	closed atomic.Bool
 	resets atomic.Int64
+	// lesson is set for a lesson session (lessons.go) before the session is
+	// listed, and never changes.
+	lesson *lessonRun
 }
 
 type swapReq struct {
@@ -95,7 +98,11 @@ func (srv *Server) startSession(kind, template string, run RunConfig) (*Session,
 	if err := os.MkdirAll(run.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create session directory: %w", err)
 	}
-	eng, err := srv.cfg.Engines(srv.ctx, run)
+	start := srv.cfg.Engines
+	if run.Start != nil {
+		start = run.Start
+	}
+	eng, err := start(srv.ctx, run)
 	if err != nil {
 		_ = os.RemoveAll(run.DataDir)
 		return nil, err
@@ -123,6 +130,9 @@ func (s *Session) close(reason string) {
 	// viewer can be registered after the hub has closed them all.
 	s.cancel()
 	<-s.done
+	if s.lesson != nil {
+		s.lesson.wait() // its goroutines use the engine
+	}
 	s.srv.hub.closeSession(s, websocket.CloseGoingAway, reason)
 	s.cmdMu.Lock()
 	defer s.cmdMu.Unlock()
@@ -337,12 +347,18 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 		}
 	case CmdReset:
 		return s.reset(cmd)
+	case CmdLessonStatus, CmdLessonDo, CmdLessonReplay:
+		return s.lessonCommand(c, cmd)
 	default:
 		snap := eng.Snapshot()
 		if pe := checkAgainstJob(cmd, &snap); pe != nil {
 			return pe
 		}
-		err = eng.Apply(s.ctx, *cmd)
+		if s.lesson != nil {
+			err = s.lesson.apply(s.ctx, eng, cmd, &snap)
+		} else {
+			err = eng.Apply(s.ctx, *cmd)
+		}
 	}
 	if err != nil {
 		return engineError(cmd.Name, err)
@@ -358,6 +374,13 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 func (s *Session) reset(cmd *Command) *protoError {
 	run := s.run
 	run.Spec = s.run.Spec.Clone()
+	if cmd.Job != "" {
+		spec, pe := s.lessonJob(cmd.Job)
+		if pe != nil {
+			return pe
+		}
+		run.Spec = spec
+	}
 	if cmd.Seed != 0 {
 		run.Spec.Seed = cmd.Seed
 	}
@@ -373,7 +396,11 @@ func (s *Session) reset(cmd *Command) *protoError {
 	}
 	r := run
 	r.DataDir = runDir
-	eng, err := s.srv.cfg.Engines(s.ctx, r)
+	start := s.srv.cfg.Engines
+	if run.Start != nil {
+		start = run.Start
+	}
+	eng, err := start(s.ctx, r)
 	if err != nil {
 		_ = os.RemoveAll(runDir)
 		return engineError(CmdReset, err)
@@ -383,7 +410,12 @@ func (s *Session) reset(cmd *Command) *protoError {
 	if err := old.Close(); err != nil {
 		s.srv.log.Warn("close engine on reset", "session", s.ID, "err", err)
 	}
+	s.x.mu.Lock() // the timeline reads s.run under x.mu (replayableLocked)
 	s.run.Spec, s.run.Driver = run.Spec, run.Driver
+	s.x.mu.Unlock()
+	if s.lesson != nil {
+		s.lesson.engineReset(eng, cmd.Job)
+	}
 	s.srv.log.Info("session reset", "session", s.ID, "driver", run.Driver, "seed", run.Spec.Seed)
 	return nil
 }

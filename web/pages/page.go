@@ -69,31 +69,3 @@ type Workspace struct {
 	// Compact hides the panels a lesson does not need yet.
 	Compact bool
 }
-
-// LessonCard is one lesson in the list.
-type LessonCard struct {
-	Slug    string
-	Number  int
-	Title   string
-	Summary string
-	Minutes int
-}
-
-// LessonStep is one step beside a lesson's live view.
-type LessonStep struct {
-	ID    string // anchor, e.g. "step-3"
-	Title string
-	HTML  string // trusted, rendered from the lesson's Markdown
-	Hint  string
-}
-
-// Lesson is a lesson page: text beside the live view.
-type Lesson struct {
-	Slug      string
-	Title     string
-	IntroHTML string // trusted, rendered from the lesson's Markdown
-	Steps     []LessonStep
-	Prev      *LessonCard
-	Next      *LessonCard
-	Workspace Workspace
-}

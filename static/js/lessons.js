@@ -1,0 +1,1 @@
+// The lesson list: each lesson's progress, which the browser keeps.
