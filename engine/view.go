@@ -252,7 +252,9 @@ type TransactionView struct {
 	Records    int    `json:"records"`
 }
 
-// Counters are running totals of the engine.
+// Counters are running totals of the engine. Restores counts executions
+// that restored a checkpoint or savepoint, once every subtask has restored
+// its share (a job waiting for slots has restored nothing yet).
 type Counters struct {
 	Crashes   int `json:"crashes"`
 	Restarts  int `json:"restarts"`
