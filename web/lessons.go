@@ -122,7 +122,7 @@ type lessonRun struct {
 	rewire  chan rewireReq
 	restart chan restartReq
 	poke    chan struct{}
-	wg     sync.WaitGroup
+	wg      sync.WaitGroup
 
 	mu        sync.Mutex
 	cur       int // 0-based step followed now
@@ -134,11 +134,11 @@ type lessonRun struct {
 	// step's actions; a step with actions is judged only after that, since
 	// its checks may already hold before (the job it resets from may
 	// satisfy them).
-	acted bool
-	gen       int64 // bumped by a replay: a running "do it for me" stops
-	result    lessons.Result
-	errMsg    string
-	last      []byte // the last broadcast message
+	acted  bool
+	gen    int64 // bumped by a replay: a running "do it for me" stops
+	result lessons.Result
+	errMsg string
+	last   []byte // the last broadcast message
 }
 
 // restartReq restarts the current step's Tracker from start, the moment
