@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/lessons"
 )
 
@@ -67,6 +69,40 @@ func (lc *lessonClient) command(name string, args any) msg {
 		m := lc.read(30 * time.Second)
 		if (m["type"] == "ack" || m["type"] == "error") && m["id"] == id {
 			return m
+		}
+	}
+}
+
+// snapshot asks for a fresh snapshot and returns it.
+func (lc *lessonClient) snapshot() engine.Snapshot {
+	lc.t.Helper()
+	lc.next++
+	id := fmt.Sprintf("c%d", lc.next)
+	require.NoError(lc.t, lc.c.WriteJSON(map[string]any{"type": "command", "id": id, "name": CmdSnapshot}))
+	for {
+		require.NoError(lc.t, lc.c.SetReadDeadline(time.Now().Add(30*time.Second)))
+		_, data, err := lc.c.ReadMessage()
+		require.NoError(lc.t, err)
+		var m msg
+		require.NoError(lc.t, json.Unmarshal(data, &m))
+		if m["type"] == "snapshot" {
+			var s engine.Snapshot
+			require.NoError(lc.t, json.Unmarshal(data, &s))
+			lc.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for { // its ack follows
+				r := lc.read(30 * time.Second)
+				if r["id"] == id {
+					return s
+				}
+			}
+		}
+		if m["type"] == "lesson" {
+			lc.last = m
+			for _, step := range intsOf(m["completed"]) {
+				if !slices.Contains(lc.ticks, step) {
+					lc.ticks = append(lc.ticks, step)
+				}
+			}
 		}
 	}
 }
@@ -138,4 +174,136 @@ func TestLessonDoItForMeWalksEveryLesson(t *testing.T) {
 			assert.Equal(t, want, intsOf(m["completed"]))
 		})
 	}
+}
+
+func TestLessonStatusAndCommandErrors(t *testing.T) {
+	ts := newTestServer(t, nil)
+	l, _ := course(t).Lesson("01-why-state")
+	lc := dialLesson(t, ts, "lesson=01-why-state")
+	require.Equal(t, "ack", lc.command(CmdLessonStatus, nil)["type"])
+	m := lc.until(5*time.Second, "the status", func(msg) bool { return true })
+	assert.Equal(t, "01-why-state", m["lesson"])
+	assert.EqualValues(t, 1, m["step"])
+	assert.EqualValues(t, 5, m["steps"])
+	assert.Equal(t, false, m["done"])
+	assert.Equal(t, false, m["acted"], "step 1 waits for its action (typing a line)")
+	assert.Equal(t, "main", m["job"])
+	assert.Empty(t, m["completed"])
+	require.Len(t, m["checks"], len(l.Steps[0].Checks))
+	assert.Equal(t, "keyed-state{equals: 2, key: be, operator: count}", m["checks"].([]any)[0].(map[string]any)["check"])
+
+	tests := []struct {
+		name string
+		args any
+		code string
+		says string
+	}{
+		{CmdLessonDo, map[string]any{"step": 2}, CodeRefused, "step 2 is not the current step (1)"},
+		{CmdLessonDo, map[string]any{"step": 6}, CodeBadArgs, "steps 1 to 5, not 6"},
+		{CmdLessonDo, nil, CodeBadArgs, "args.step is required"},
+		{CmdLessonReplay, map[string]any{"step": 0}, CodeBadArgs, "args.step is required"},
+		{CmdLessonReplay, map[string]any{"step": "two"}, CodeBadArgs, "args.step must be a whole number"},
+		{CmdReset, map[string]any{"job": "nope"}, CodeBadArgs, `no job variant "nope"`},
+		{CmdReset, map[string]any{"job": ""}, CodeBadArgs, "job is empty"},
+	}
+	for _, tt := range tests {
+		r := lc.command(tt.name, tt.args)
+		assert.Equal(t, "error", r["type"], "%s %v", tt.name, tt.args)
+		assert.Equal(t, tt.code, r["code"], "%s %v", tt.name, tt.args)
+		assert.Contains(t, r["message"], tt.says, "%s %v", tt.name, tt.args)
+	}
+
+	// Outside a lesson the lesson commands are refused, reset's job too.
+	sb := dialLesson(t, ts, "template=wordcount")
+	r := sb.command(CmdLessonStatus, nil)
+	assert.Equal(t, CodeRefused, r["code"])
+	assert.Contains(t, r["message"], "not a lesson session")
+	r = sb.command(CmdReset, map[string]any{"job": "main"})
+	assert.Equal(t, CodeBadArgs, r["code"])
+	assert.Contains(t, r["message"], "only a lesson session has jobs")
+}
+
+func TestLessonOpeningErrors(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for _, tt := range []struct{ query, code, says string }{
+		{"lesson=99-nope", CodeUnknownJob, `there is no lesson "99-nope"`},
+		{"lesson=01-why-state&step=6", CodeBadArgs, "has steps 1 to 5"},
+		{"lesson=01-why-state&step=x", CodeBadArgs, "has steps 1 to 5"},
+	} {
+		c := ts.dial(tt.query, nil)
+		m := readMsg(t, c)
+		assert.Equal(t, "error", m["type"], tt.query)
+		assert.Equal(t, tt.code, m["code"], tt.query)
+		assert.Contains(t, m["message"], tt.says, tt.query)
+	}
+}
+
+// TestLessonDeepLinkAndReplay: step=N plays the earlier steps first; a
+// replay goes back to the start of a step.
+func TestLessonDeepLinkAndReplay(t *testing.T) {
+	ts := newTestServer(t, nil)
+	lc := dialLesson(t, ts, "lesson=01-why-state&step=4")
+	require.Equal(t, "ack", lc.command(CmdLessonStatus, nil)["type"])
+	m := lc.until(10*time.Second, "step 4", func(m msg) bool { return m["step"] == 4.0 })
+	assert.Equal(t, []int{1, 2, 3}, intsOf(m["completed"]))
+	// The engine is where step 4 begins: the line typed in step 1 was read
+	// twice (the restart of step 2 replayed it), so the sink holds 6
+	// duplicates and "be" counts 2.
+	s := lc.snapshot()
+	assert.EqualValues(t, 6, s.Sinks[0].Comparison.DuplicateRecords)
+
+	r := lc.command(CmdLessonReplay, map[string]any{"step": 2})
+	require.Equal(t, "ack", r["type"], "%v", r)
+	m = lc.until(10*time.Second, "step 2", func(m msg) bool { return m["step"] == 2.0 })
+	assert.Equal(t, []int{1}, intsOf(m["completed"]))
+	assert.Equal(t, false, m["done"])
+	s = lc.snapshot()
+	assert.Zero(t, s.Sinks[0].Comparison.DuplicateRecords, "the replayed run has not crashed yet")
+	assert.Zero(t, s.Counters.Restarts)
+}
+
+// TestLessonWaitsForTheStepsAction: lesson 4's step 5 resets to the
+// at-least-once job; the main job already satisfies its checks (a
+// checkpoint completed, results committed), so it must not tick before the
+// reset, and must after.
+func TestLessonWaitsForTheStepsAction(t *testing.T) {
+	ts := newTestServer(t, nil)
+	lc := dialLesson(t, ts, "lesson=04-checkpoints-and-barriers&step=5")
+	require.Equal(t, "ack", lc.command(CmdSpeed, map[string]any{"factor": 100})["type"])
+	require.Equal(t, "ack", lc.command(CmdLessonStatus, nil)["type"])
+	lc.until(10*time.Second, "step 5", func(m msg) bool { return m["step"] == 5.0 })
+	s := lc.snapshot()
+	require.GreaterOrEqual(t, s.Checkpoints.Counts.Completed, 1, "the main job has a completed checkpoint")
+	// Half a second at full speed is thousands of engine steps.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		lc.read(5 * time.Second)
+	}
+	assert.NotContains(t, lc.ticks, 5, "no tick before the step's action")
+	assert.Equal(t, false, lc.last["acted"])
+
+	require.Equal(t, "ack", lc.command(CmdLessonDo, map[string]any{"step": 5})["type"])
+	m := lc.until(60*time.Second, "the tick of step 5", func(m msg) bool { return slices.Contains(lc.ticks, 5) })
+	assert.Equal(t, "at-least-once", m["job"])
+}
+
+// TestLessonTrackerStartsAtTheLearnersAction: the learner reads while
+// periodic checkpoints complete, then crashes the TaskManager by hand; the
+// step's "restored from the latest checkpoint" means the latest at the
+// crash, not at the step's start.
+func TestLessonTrackerStartsAtTheLearnersAction(t *testing.T) {
+	ts := newTestServer(t, nil)
+	lc := dialLesson(t, ts, "lesson=03-state-backends&step=2")
+	require.Equal(t, "ack", lc.command(CmdSpeed, map[string]any{"factor": 100})["type"])
+	require.Equal(t, "ack", lc.command(CmdLessonStatus, nil)["type"])
+	lc.until(10*time.Second, "step 2", func(m msg) bool { return m["step"] == 2.0 })
+	start := lc.snapshot().Checkpoints.Counts.Completed
+	// Read for a while: two more checkpoints complete.
+	for lc.snapshot().Checkpoints.Counts.Completed < start+2 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := lc.command(CmdCrashTaskManager, map[string]any{"taskManager": "tm-1"})
+	require.Equal(t, "ack", r["type"], "%v", r)
+	m := lc.until(60*time.Second, "the tick of step 2", func(m msg) bool { return slices.Contains(lc.ticks, 2) })
+	assert.Equal(t, []int{1, 2}, intsOf(m["completed"]))
 }

@@ -58,6 +58,9 @@ export class Connection {
       case 'timeline':
         this.h.onTimeline?.(m);
         break;
+      case 'lesson':
+        this.h.onLesson?.(m);
+        break;
       case 'ack': {
         const p = this.pending.get(m.id);
         if (p) { this.pending.delete(m.id); p.resolve(m); }

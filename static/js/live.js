@@ -142,6 +142,8 @@ async function main() {
     },
     onError: (m) => toast(m.message, 'error'),
     onTimeline: (m) => timeline.update(m),
+    // A lesson session's progress, for the lesson page (lesson.js).
+    onLesson: (m) => document.dispatchEvent(new CustomEvent('statelab:lesson', { detail: m })),
   };
   // connect opens the socket for query, closing the open one (a classroom
   // follower switches between following and its fork this way).
