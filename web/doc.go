@@ -23,7 +23,12 @@
 //     goroutine (the only writer of its socket) and one reader (the HTTP
 //     handler's goroutine), which parses commands and runs them.
 //   - JobTemplate, SandboxSettings: the sandbox's jobs and their settings.
-//   - LessonCatalog: the hook the lessons package fills (list, page, run).
+//   - Lesson sessions (lessons.go): a lesson's job on the Stepper, played
+//     to a step with lessons.Lesson.PlayTo, followed by a lessons.Tracker
+//     per step; "lesson" messages carry the ticks, lesson-do performs a
+//     step's actions, lesson-replay goes back. Config.Lessons is the course
+//     (default lessons.Default); lessons_pages.go serves /lessons,
+//     /lessons/{slug} and /glossary.
 //   - The attach page (attach.go, AttachConfig): one shared attach.Poller
 //     per JobManager address, read by the page over JSON; and the
 //     Performance page (perf.go, PerfConfig): the committed bench results
@@ -32,7 +37,7 @@
 // Contract of a connection (docs/protocol.md has the messages):
 //
 //  1. GET /ws?template=ID[&settings] starts a session, /ws?session=ID joins
-//     one (/ws?lesson=SLUG starts a lesson's). The Origin must be the
+//     one (/ws?lesson=SLUG[&step=N] starts a lesson's). The Origin must be the
 //     server's own or one allowed with Config.AllowOrigins.
 //  2. The first message is a snapshot; every later one is an events batch,
 //     a fresh snapshot, or the ack / error of one of this client's commands.
