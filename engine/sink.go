@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/statelab/statelab/state"
@@ -22,43 +21,67 @@ const (
 // Kafka's commit of a transactional id is, so a transaction restored from a
 // checkpoint can be committed again safely.
 type sinkStore struct {
-	mu        sync.Mutex
-	committed []Record
-	// total counts committed records; committed keeps at most
-	// maxKeptOutput of them (a long Live run would otherwise grow without
-	// bound), and overflow records that some were not kept.
+	mu sync.Mutex
+	// chunks hold the committed records in order, sinkChunk records each:
+	// appending never copies what is already there, as one growing slice
+	// of a million records would at every doubling.
+	chunks [][]Record
+	kept   int
+	// total counts committed records; chunks keep at most maxKeptOutput of
+	// them (a long Live run would otherwise grow without bound), and
+	// overflow records that some were not kept.
 	total    int
 	overflow bool
-	// counts is the committed output as a multiset, kept as records come.
-	counts map[outKey]int
-	txns   map[string]*txn
-	order  []string
-	seq    int
+	// counts is the committed output as a multiset. It is brought up to
+	// date when someone asks for it (multiset), from the records after
+	// counted, so the sink's write path only appends: a comparison pays
+	// for the records committed since the last one.
+	counts  map[outKey]int
+	counted int
+	txns    map[string]*txn
+	order   []string
+	seq     int
 }
 
 // maxKeptOutput bounds the committed records a sink store keeps for the
 // ground-truth comparison and views (about 48 MiB).
 const maxKeptOutput = 1 << 20
 
+// sinkChunk is how many records one chunk of a sink store holds.
+const sinkChunk = 8192
+
 // maxKeptTxns bounds the finished transactions kept for views.
 const maxKeptTxns = 256
 
 func (s *sinkStore) keep(recs []Record) {
 	s.total += len(recs)
-	if room := maxKeptOutput - len(s.committed); room < len(recs) {
+	if room := maxKeptOutput - s.kept; room < len(recs) {
 		s.overflow = true
 		recs = recs[:max(0, room)]
 	}
-	s.committed = append(s.committed, recs...)
-	for _, r := range recs {
-		s.counts[outKey{r.Key, r.Text, r.Value}]++
+	s.kept += len(recs)
+	for len(recs) > 0 {
+		if n := len(s.chunks); n == 0 || len(s.chunks[n-1]) == sinkChunk {
+			s.chunks = append(s.chunks, make([]Record, 0, sinkChunk))
+		}
+		last := &s.chunks[len(s.chunks)-1]
+		k := min(len(recs), sinkChunk-len(*last))
+		*last = append(*last, recs[:k]...)
+		recs = recs[k:]
 	}
 }
+
+// record returns kept record i.
+func (s *sinkStore) record(i int) Record { return s.chunks[i/sinkChunk][i%sinkChunk] }
 
 // multiset calls fn with the committed output counts, under the lock.
 func (s *sinkStore) multiset(fn func(total int, counts map[outKey]int)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for ; s.counted < s.kept; s.counted++ {
+		r := s.record(s.counted)
+		s.counts[outKey{r.Key, r.Text, r.Value}]++
+	}
 	fn(s.total, s.counts)
 }
 
@@ -175,7 +198,10 @@ func (s *sinkStore) view(withRecords bool) (committed []Record, txns []Transacti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if withRecords {
-		committed = slices.Clone(s.committed)
+		committed = make([]Record, 0, s.kept)
+		for _, c := range s.chunks {
+			committed = append(committed, c...)
+		}
 	}
 	for _, id := range s.order {
 		t := s.txns[id]
