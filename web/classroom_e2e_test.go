@@ -59,10 +59,15 @@ func TestBrowserClassroom(t *testing.T) {
 	for i, f := range []*browserEnv{f1, f2} {
 		f.waitJS(20*time.Second, "tm-1 lost on a follower", `window.statelab.model.snap.taskManagers.find(t => t.id === 'tm-1').status === 'LOST' && document.querySelectorAll('#graph rect.band.lost').length === 1`)
 		f.waitJS(20*time.Second, "the story on a follower", `document.getElementById('explain-body').innerText.includes('TaskManager tm-1 crashed')`)
+		// A follower did not crash it: the story says the presenter did.
+		f.waitJS(10*time.Second, "the presenter named as who acted", `document.getElementById('explain-body').innerText.includes('The presenter crashed TaskManager tm-1')`)
+		assert.NotContains(t, eval[string](f, `document.getElementById('explain-body').innerText`), "You crashed")
 		if i == 0 {
 			f.shot("21-classroom-follower-sees-crash")
 		}
 	}
+
+	presenter.waitJS(10*time.Second, "the presenter's own story", `document.getElementById('explain-body').innerText.includes('You crashed TaskManager tm-1')`)
 
 	// A follower's control is refused by the server, with a clear message.
 	f1.run(chromedp.Click(chromedp.CSS(`button[aria-label="Crash TaskManager tm-2"]`)))

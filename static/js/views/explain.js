@@ -7,6 +7,16 @@ import { h, clear } from '../dom.js';
 import { t } from '../i18n.js';
 import { num, bytes, dur } from '../format.js';
 
+// byPresenter: on a classroom follower's screen (following, not in a fork
+// of one's own) the presenter acted, not the viewer, so the story says who.
+function byPresenter() {
+  const room = document.getElementById('classroom');
+  return !!room && room.dataset.role !== 'presenter' && room.dataset.mode === 'follow';
+}
+
+// ta translates a key whose text names who acted ("You crashed …").
+function ta(key, args) { return t(byPresenter() ? `${key}.presenter` : key, args); }
+
 export class ExplainView {
   constructor(root, model, actions) {
     this.root = root;
@@ -58,27 +68,27 @@ export class ExplainView {
             // it: adopt the episode the failure started.
             let ep = this.active('failover');
             if (ep && ep.data.cause === c.task) {
-              ep.title = t('explain.crashSubtask.title', { task: c.task });
+              ep.title = ta('explain.crashSubtask.title', { task: c.task });
               ep.steps.unshift({ text: t('explain.crashSubtask.step', { task: c.task }), state: 'bad' });
               this.dirty = true;
             } else {
-              ep = this.start('failover', t('explain.crashSubtask.title', { task: c.task }));
+              ep = this.start('failover', ta('explain.crashSubtask.title', { task: c.task }));
               ep.data.cause = c.task;
               this.step(t('explain.crashSubtask.step', { task: c.task }), 'bad');
             }
           } else if (c.name === 'crash-taskmanager') {
             const ep = this.active('failover');
             if (ep && ep.data.cause === c.taskManager) {
-              ep.title = t('explain.crashTm.title', { tm: c.taskManager });
+              ep.title = ta('explain.crashTm.title', { tm: c.taskManager });
               this.dirty = true;
             }
           } else if (c.name === 'trigger-savepoint' || c.name === 'trigger-checkpoint') {
-            const ep = this.start('checkpoint', t(c.name === 'trigger-savepoint' ? 'explain.savepoint.title' : 'explain.checkpoint.title'));
+            const ep = this.start('checkpoint', ta(c.name === 'trigger-savepoint' ? 'explain.savepoint.title' : 'explain.checkpoint.title'));
             ep.data.manual = true;
           } else if (c.name === 'add-taskmanager') {
             if (!this.active('rescale') && !this.active('failover')) this.start('cluster', t('explain.addTm.title'));
           } else if (c.name === 'inject') {
-            this.start('inject', t('explain.inject.title', { text: c.text }));
+            this.start('inject', ta('explain.inject.title', { text: c.text }));
             this.step(t('explain.inject.step', { op: c.operator }));
           }
           break;
@@ -264,7 +274,7 @@ export class ExplainView {
     if (!this.episode) {
       const tmpl = this.model.snap.template || '';
       parts.push(h('p', { class: 'intro' }, t(`explain.intro.${tmpl.startsWith('lesson:') ? 'lesson' : tmpl || 'wordcount'}`)));
-      parts.push(h('p', { class: 'hint' }, t('explain.try')));
+      parts.push(h('p', { class: 'hint' }, ta('explain.try')));
     } else {
       parts.push(this.renderEpisode(this.episode, true));
       if (this.previous) parts.push(h('details', { class: 'previous' }, h('summary', {}, this.previous.title), this.renderEpisode(this.previous, false)));
