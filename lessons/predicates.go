@@ -159,7 +159,7 @@ func init() {
 			describe: both(func(a args) string {
 				var parts []string
 				if a.has("min") {
-					parts = append(parts, fmt.Sprintf("At least %s have completed.", plural(a.int("min"), what)))
+					parts = append(parts, fmt.Sprintf("At least %s %s completed.", plural(a.int("min"), what), hasHave(a.int("min"))))
 				}
 				if a.has("new") {
 					parts = append(parts, fmt.Sprintf("At least %s completed in this step.", plural(a.int("new"), "new "+what)))
@@ -179,7 +179,7 @@ func init() {
 				total := completedCount(o.Now, savepoint)
 				fresh := completedSince(o.Start, o.Now, savepoint)
 				if a.has("min") && total < a.int("min") {
-					return false, plural(total, what) + " have completed"
+					return false, plural(total, what) + " " + hasHave(total) + " completed"
 				}
 				if a.has("new") && fresh < a.int("new") {
 					return false, plural(fresh, what) + " completed in this step"
@@ -210,7 +210,7 @@ func init() {
 		name: "checkpoint-incremental",
 		args: []argSpec{{name: "min", kind: kInt, required: true}},
 		describe: both(func(a args) string {
-			return fmt.Sprintf("At least %s uploaded less than their full state size.", plural(a.int("min"), "checkpoint"))
+			return fmt.Sprintf("At least %s uploaded less than %s full state size.", plural(a.int("min"), "checkpoint"), itsTheir(a.int("min")))
 		}, func(a args) string {
 			return fmt.Sprintf("至少有 %d 个检查点上传的数据少于其全部状态大小。", a.int("min"))
 		}),
@@ -825,6 +825,21 @@ func init() {
 // --- helpers -------------------------------------------------------------------
 
 // plural writes "1 checkpoint", "2 checkpoints".
+// hasHave and itsTheir agree with a count: "1 checkpoint has", "2 checkpoints have".
+func hasHave(n int) string {
+	if n == 1 {
+		return "has"
+	}
+	return "have"
+}
+
+func itsTheir(n int) string {
+	if n == 1 {
+		return "its"
+	}
+	return "their"
+}
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, noun)

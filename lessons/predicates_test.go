@@ -225,3 +225,14 @@ func TestEveryPredicateDescribedInBothLanguages(t *testing.T) {
 		assert.NotEqual(t, en, zh, "%s has no Chinese description", name)
 	}
 }
+
+// A count of one reads in the singular, in the description and in the
+// reason a check does not hold yet.
+func TestCheckpointCountsAgreeInNumber(t *testing.T) {
+	one := mustCheck(t, "checkpoint-completed", map[string]any{"min": 1})
+	assert.Equal(t, "At least 1 checkpoint has completed.", one.Describe(EN))
+	two := mustCheck(t, "savepoint-completed", map[string]any{"min": 2})
+	assert.Equal(t, "At least 2 savepoints have completed.", two.Describe(EN))
+	inc := mustCheck(t, "checkpoint-incremental", map[string]any{"min": 1})
+	assert.Equal(t, "At least 1 checkpoint uploaded less than its full state size.", inc.Describe(EN))
+}
