@@ -31,8 +31,14 @@ type Config struct {
 	// AllowOrigins are extra origins (scheme://host[:port]) whose pages may
 	// open WebSockets; the server's own origin is always allowed.
 	AllowOrigins []string
-	// MaxSessions caps running sessions (default 32).
+	// MaxSessions caps running sessions (default 32), forks aside.
 	MaxSessions int
+	// MaxForks caps running forks (default 64: every student of a class
+	// of 60 may fork at once); ForkIdleTimeout closes a fork nobody has
+	// watched for this long (default 2 minutes: a student who went back to
+	// following gives the place back soon).
+	MaxForks        int
+	ForkIdleTimeout time.Duration
 	// IdleTimeout closes a session nobody has watched for this long
 	// (default 10 minutes).
 	IdleTimeout time.Duration
@@ -92,6 +98,8 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	def(&c.MaxSessions, 32)
+	def(&c.MaxForks, defaultMaxForks)
+	defD(&c.ForkIdleTimeout, defaultForkIdle)
 	def(&c.SendBuffer, 64)
 	def(&c.EventBuffer, 8192)
 	defD(&c.IdleTimeout, 10*time.Minute)
@@ -253,7 +261,7 @@ func (srv *Server) Session(id string) (*Session, bool) {
 }
 
 func (srv *Server) reaper(ctx context.Context) {
-	every := max(srv.cfg.IdleTimeout/4, 10*time.Millisecond)
+	every := max(min(srv.cfg.IdleTimeout, srv.cfg.ForkIdleTimeout)/4, 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -385,12 +393,18 @@ func (srv *Server) openSession(q url.Values) (*Session, *protoError) {
 
 // createSession starts a session within the cap and lists it.
 func (srv *Server) createSession(kind, template string, run RunConfig) (*Session, *protoError) {
-	if !srv.sessions.reserve(srv.cfg.MaxSessions) {
+	release := srv.sessions.release
+	if kind == KindFork {
+		if pe := srv.reserveFork(time.Now()); pe != nil {
+			return nil, pe
+		}
+		release = srv.sessions.releaseFork
+	} else if !srv.sessions.reserve(srv.cfg.MaxSessions) {
 		return nil, perr(CodeSessionLimit, "the server already runs %d sessions, its limit; close a sandbox tab or try again when an idle one has ended", srv.cfg.MaxSessions)
 	}
 	s, err := srv.startSession(kind, template, run)
 	if err != nil {
-		srv.sessions.release()
+		release()
 		if errors.Is(err, ErrBadArgs) {
 			return nil, perr(CodeBadArgs, "%s", strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": "))
 		}

@@ -442,10 +442,15 @@ func engineError(name string, err error) *protoError {
 
 // sessionTable is the set of running sessions, with a cap. A session being
 // started holds a reservation, so concurrent creations cannot pass the cap.
+// Forks have a cap of their own (forks.go) and do not count against the
+// sessions' cap: a class forking a classroom must not lock out sandboxes.
 type sessionTable struct {
 	mu       sync.Mutex
 	m        map[string]*Session
 	reserved int
+	// forks counts the forks in m; forkReserved the forks being started.
+	forks        int
+	forkReserved int
 }
 
 func (t *sessionTable) get(id string) *Session {
@@ -459,7 +464,7 @@ func (t *sessionTable) get(id string) *Session {
 func (t *sessionTable) reserve(max int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.m)+t.reserved >= max {
+	if len(t.m)-t.forks+t.reserved >= max {
 		return false
 	}
 	t.reserved++
@@ -476,7 +481,12 @@ func (t *sessionTable) release() {
 func (t *sessionTable) put(s *Session) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.reserved--
+	if s.Kind == KindFork {
+		t.forkReserved--
+		t.forks++
+	} else {
+		t.reserved--
+	}
 	t.m[s.ID] = s
 }
 
@@ -484,6 +494,9 @@ func (t *sessionTable) remove(id string) *Session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.m[id]
+	if s != nil && s.Kind == KindFork {
+		t.forks--
+	}
 	delete(t.m, id)
 	return s
 }
@@ -503,7 +516,7 @@ func (srv *Server) reapIdle(now time.Time) int {
 	n := 0
 	for _, s := range srv.sessions.all() {
 		idle := now.Sub(time.Unix(0, s.active.Load()))
-		if s.Viewers() == 0 && idle >= srv.cfg.IdleTimeout {
+		if s.Viewers() == 0 && idle >= srv.idleTimeout(s) {
 			srv.sessions.remove(s.ID)
 			s.close(fmt.Sprintf("idle for %s with no viewer", idle.Round(time.Second)))
 			n++

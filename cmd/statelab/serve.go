@@ -28,7 +28,8 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	maxFollowers := fs.Int("max-followers", 250, "most followers of one classroom")
 	data := fs.String("data", "", "directory for session data: Pebble working directories and checkpoints (default: the user's cache directory/statelab)")
 	origins := fs.String("allow-origin", "", "comma-separated extra origins allowed to open WebSockets, e.g. http://localhost:3000 (the app's own origin is always allowed)")
-	maxSessions := fs.Int("max-sessions", 32, "most sessions running at once")
+	maxSessions := fs.Int("max-sessions", 32, "most sessions running at once (forks aside)")
+	maxForks := fs.Int("max-forks", 64, "most forks running at once: a classroom's followers fork the presenter's run into copies of their own; a fork nobody watches ends after 2 minutes")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
 	if code, done := parseFlags(fs, args, io); done {
 		return code
@@ -39,6 +40,10 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	}
 	if *maxSessions < 1 {
 		code, _ := usageError(io, fs.Name(), "--max-sessions %d is below 1", *maxSessions)
+		return code
+	}
+	if *maxForks < 1 {
+		code, _ := usageError(io, fs.Name(), "--max-forks %d is below 1", *maxForks)
 		return code
 	}
 	dir := *data
@@ -62,7 +67,7 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 
-	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxFollowers: *maxFollowers, Logger: logger})
+	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, Logger: logger})
 	if err != nil {
 		code, _ := usageError(io, fs.Name(), "%v", err)
 		return code
