@@ -419,7 +419,7 @@ func init() {
 		describe: both(func(a args) string {
 			return fmt.Sprintf("In %s, the key %s has the value %s.", a.str("operator"), a.str("key"), a.str("equals"))
 		}, func(a args) string {
-			return fmt.Sprintf("在 %s 中，key %s 的值为 %s。", a.str("operator"), a.str("key"), a.str("equals"))
+			return fmt.Sprintf("在 %s 中，键 %s 的值为 %s。", a.str("operator"), a.str("key"), a.str("equals"))
 		}),
 		eval: func(a args, o *Observation) (bool, string) {
 			op, why := operatorView(o.Now, a.str("operator"))
@@ -447,7 +447,7 @@ func init() {
 		describe: both(func(a args) string {
 			return fmt.Sprintf("The key %s is held by %s#%d, which owns its key group.", a.str("key"), a.str("operator"), a.int("subtask"))
 		}, func(a args) string {
-			return fmt.Sprintf("key %s 由负责其键组的 %s#%d 保存。", a.str("key"), a.str("operator"), a.int("subtask"))
+			return fmt.Sprintf("键 %s 由负责其键组的 %s#%d 保存。", a.str("key"), a.str("operator"), a.int("subtask"))
 		}),
 		eval: func(a args, o *Observation) (bool, string) {
 			op, why := operatorView(o.Now, a.str("operator"))
@@ -474,7 +474,7 @@ func init() {
 		describe: both(func(a args) string {
 			return fmt.Sprintf("Every key of %s lies in a key group of its subtask's range.", a.str("operator"))
 		}, func(a args) string {
-			return fmt.Sprintf("%s 的每个 key 都落在其所在子任务的键组范围内。", a.str("operator"))
+			return fmt.Sprintf("%s 的每个键都落在其所在子任务的键组范围内。", a.str("operator"))
 		}),
 		eval: func(a args, o *Observation) (bool, string) {
 			op, why := operatorView(o.Now, a.str("operator"))
