@@ -3,8 +3,11 @@ package bench
 import (
 	"context"
 	"os"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/rescale"
 	"github.com/statelab/statelab/state"
 )
@@ -53,4 +56,90 @@ func benchWords() int {
 		return 1_000_000
 	}
 	return 200_000
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestProfileCPUShare prints wall time and process CPU of one engine word
+// count and one bare word count (STATELAB_PROFILE=1).
+func TestProfileCPUShare(t *testing.T) {
+	if os.Getenv("STATELAB_PROFILE") == "" {
+		t.Skip("set STATELAB_PROFILE=1")
+	}
+	words := Workload{Seed: 1, Records: 1_000_000, Keys: 10_000}.Words()
+	truth := Count(words)
+	for _, p := range []int{1, 2} {
+		for range 3 {
+			l, err := engine.NewLive(WordCountSpec(words, state.Memory, p, 128), engine.Options{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c0, w0 := cpuNow(), time.Now()
+			if err := l.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.WaitDrained(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c1 := cpuNow()
+			res := EngineResult{Elapsed: time.Since(w0)}
+			l.Close()
+			_ = truth
+			c1b := cpuNow()
+			b, _ := RunBareWordCount(words, p, 128)
+			c2 := cpuNow() - (c1b - c1)
+			t.Logf("p%d engine %v (%.2f M/s; cpu %v)  bare %v (%.2f M/s; cpu %v)", p, res.Elapsed.Round(time.Millisecond), Rate(len(words), res.Elapsed)/1e6, (c1 - c0).Round(time.Millisecond),
+				b.Elapsed.Round(time.Millisecond), Rate(len(words), b.Elapsed)/1e6, (c2 - c1).Round(time.Millisecond))
+		}
+	}
+}
+
+// BenchmarkCountStep: one keyed count step per word, in isolation.
+func BenchmarkCountStep(b *testing.B) {
+	words := Workload{Seed: 1, Records: 1_000_000, Keys: 10_000}.Words()
+	b.Run("valuestate", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := CountWithValueState(state.Memory, words, 128, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("valuestate-string", func(b *testing.B) {
+		for b.Loop() {
+			kb, _ := state.NewKeyedBackend(state.KeyedBackendConfig{Kind: state.Memory, MaxParallelism: 128, KeyGroupRange: rescale.NewKeyGroupRange(0, 127)})
+			v, _ := state.Value(kb, "count", state.Int64Codec)
+			for _, w := range words {
+				if err := kb.SetCurrentKeyString(w, rescale.KeyGroupForString(w, 128)); err != nil {
+					b.Fatal(err)
+				}
+				n, _, _ := v.Value()
+				if err := v.Update(n + 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("bare-bytes", func(b *testing.B) {
+		for b.Loop() {
+			CountWithBareMap(words)
+		}
+	})
+	b.Run("bare-interned-kg", func(b *testing.B) {
+		for b.Loop() {
+			groups := make([]map[string]int64, 128)
+			for _, w := range words {
+				kg := rescale.KeyGroupForString(w, 128)
+				m := groups[kg]
+				if m == nil {
+					m = map[string]int64{}
+					groups[kg] = m
+				}
+				m[w]++
+			}
+		}
+	})
 }

@@ -125,7 +125,6 @@ type subtask struct {
 	keyed     state.KeyedBackend
 	opBackend *state.OperatorBackend
 	localDir  string
-	keyBuf    []byte
 
 	ctlMu sync.Mutex
 	ctl   []control
@@ -722,8 +721,7 @@ func operatorStateStrings(o *state.OperatorBackend) map[string][]string {
 // setKey scopes keyed state to r's key.
 func (t *subtask) setKey(key string) (int, error) {
 	kg := rescale.KeyGroupForString(key, t.op.maxPar)
-	t.keyBuf = append(t.keyBuf[:0], key...)
-	if err := t.keyed.SetCurrentKey(t.keyBuf, kg); err != nil {
+	if err := t.keyed.SetCurrentKeyString(key, kg); err != nil {
 		return kg, fmt.Errorf("set key %q (key group %d): %w", key, kg, err)
 	}
 	return kg, nil

@@ -122,6 +122,12 @@ type KeyedBackend interface {
 	// SetCurrentKey scopes every state handle to key (its serialized bytes;
 	// the backend copies them) in keyGroup, which must lie in the range.
 	SetCurrentKey(key []byte, keyGroup int) error
+	// SetCurrentKeyString is SetCurrentKey for a key whose serialized bytes
+	// are the string's (a string key, StringCodec). The memory backends keep
+	// the string itself as the table key instead of a copy, as Flink's
+	// HashMapStateBackend keeps the record's key object; a record carrying
+	// the same string object is then found without comparing bytes.
+	SetCurrentKeyString(key string, keyGroup int) error
 	// CurrentKey returns the current key and key group (nil, -1 if unset).
 	CurrentKey() ([]byte, int)
 

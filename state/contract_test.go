@@ -559,3 +559,72 @@ func TestContractCloseCancelsPendingSnapshots(t *testing.T) {
 		}
 	})
 }
+
+// A key set as a string and the same key set as bytes address the same
+// state, and reusing the caller's byte buffer for the next key (as a
+// subtask does) never changes a key the backend stored: values of every
+// length, list appends and map entries keep their keys.
+func TestContractStringKeysAndReusedKeyBuffers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, kind BackendKind) {
+		b := newTestBackend(t, kind, 128, fullRange)
+		count, err := Value(b, "count", Int64Codec)
+		require.NoError(t, err)
+		name, err := Value(b, "name", StringCodec)
+		require.NoError(t, err)
+		list, err := List(b, "list", Int64Codec)
+		require.NoError(t, err)
+		m, err := Map(b, "map", StringCodec, Int64Codec)
+		require.NoError(t, err)
+
+		keys := []string{"alice", "bob", "carol", "dave", "erin"}
+		buf := make([]byte, 0, 16)
+		for round := range 3 {
+			for i, k := range keys {
+				kg := rescale.KeyGroupForString(k, 128)
+				if (round+i)%2 == 0 {
+					require.NoError(t, b.SetCurrentKeyString(k, kg))
+				} else {
+					buf = append(buf[:0], k...)
+					require.NoError(t, b.SetCurrentKey(buf, kg))
+				}
+				n, _, err := count.Value()
+				require.NoError(t, err)
+				require.NoError(t, count.Update(n+1))
+				// A name that grows every round: its value is replaced, not overwritten in place.
+				require.NoError(t, name.Update(strings.Repeat(k, round+1)))
+				require.NoError(t, list.Add(int64(round)))
+				require.NoError(t, m.Put(fmt.Sprint(round), int64(i)))
+			}
+			// Overwrite the buffer: a stored key that viewed it would change.
+			buf = append(buf[:0], "zzzzzzzzzzzzzzzz"...)
+		}
+
+		for i, k := range keys {
+			require.NoError(t, b.SetCurrentKeyString(k, rescale.KeyGroupForString(k, 128)))
+			n, ok, err := count.Value()
+			require.NoError(t, err)
+			require.True(t, ok, k)
+			assert.Equal(t, int64(3), n, k)
+			s, _, err := name.Value()
+			require.NoError(t, err)
+			assert.Equal(t, strings.Repeat(k, 3), s)
+			l, err := list.Get()
+			require.NoError(t, err)
+			assert.Equal(t, []int64{0, 1, 2}, l, k)
+			v, ok, err := m.Get("2")
+			require.NoError(t, err)
+			assert.True(t, ok)
+			assert.Equal(t, int64(i), v)
+		}
+		entries, err := b.Entries(fullRange, 0)
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for _, e := range entries {
+			seen[e.Key] = true
+		}
+		assert.Len(t, seen, len(keys), "exactly the keys written, none changed by the reused buffer: %v", seen)
+		for _, k := range keys {
+			assert.True(t, seen[k], k)
+		}
+	})
+}

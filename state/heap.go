@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/statelab/statelab/rescale"
@@ -20,10 +21,18 @@ type heapBackend struct {
 	render []entryRenderer // by id; zero until registered
 	kgs    []heapKeyGroup
 
-	key    []byte
-	kg     int // -1: unset
-	kgi    int // kg - range start
-	closed bool
+	// key is the current key. SetCurrentKey copies the caller's bytes into
+	// keyBuf and key views them, so a key stored in a table is cloned
+	// (storedKey); SetCurrentKeyString takes an immutable string, which a
+	// table keeps as it is, as Flink's HashMapStateBackend keeps the
+	// record's key object: a later record carrying the same string object
+	// is then found without comparing its bytes.
+	key       string
+	keyBuf    []byte
+	keyStable bool
+	kg        int // -1: unset
+	kgi       int // kg - range start
+	closed    bool
 
 	// A get followed by a put of the same state for the same key is the
 	// common case (read, modify, write); the value found by get is kept so
@@ -112,17 +121,42 @@ func (b *heapBackend) SetCurrentKey(key []byte, keyGroup int) error {
 	if !b.cfg.KeyGroupRange.Contains(keyGroup) {
 		return fmt.Errorf("%w: key group %d, backend owns %v", ErrKeyGroupOutOfRange, keyGroup, b.cfg.KeyGroupRange)
 	}
-	b.key = append(b.key[:0], key...)
+	b.keyBuf = append(b.keyBuf[:0], key...)
+	b.key, b.keyStable = blockString(b.keyBuf), false
 	b.kg, b.kgi = keyGroup, keyGroup-b.cfg.KeyGroupRange.Start
 	b.cacheValid = false
 	return nil
+}
+
+// SetCurrentKeyString is SetCurrentKey for a key whose bytes are the
+// string's: the backend keeps the string itself, without a copy.
+func (b *heapBackend) SetCurrentKeyString(key string, keyGroup int) error {
+	if b.closed {
+		return ErrClosed
+	}
+	if !b.cfg.KeyGroupRange.Contains(keyGroup) {
+		return fmt.Errorf("%w: key group %d, backend owns %v", ErrKeyGroupOutOfRange, keyGroup, b.cfg.KeyGroupRange)
+	}
+	b.key, b.keyStable = key, true
+	b.kg, b.kgi = keyGroup, keyGroup-b.cfg.KeyGroupRange.Start
+	b.cacheValid = false
+	return nil
+}
+
+// storedKey is the current key as a table may keep it: a clone unless the
+// key came as an immutable string.
+func (b *heapBackend) storedKey() string {
+	if b.keyStable {
+		return b.key
+	}
+	return strings.Clone(b.key)
 }
 
 func (b *heapBackend) CurrentKey() ([]byte, int) {
 	if b.kg < 0 {
 		return nil, -1
 	}
-	return b.key, b.kg
+	return stringBytes(b.key), b.kg
 }
 
 // registerInfo gives name an id (or finds it), checking the kind.
@@ -201,10 +235,10 @@ func (b *heapBackend) get(id stateID, userKey []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	if userKey != nil {
-		v, ok := t.maps[string(b.key)][string(userKey)]
+		v, ok := t.maps[b.key][string(userKey)]
 		return v, ok, nil
 	}
-	v, ok := t.values[string(b.key)]
+	v, ok := t.values[b.key]
 	b.cacheID, b.cacheVal, b.cacheValid = id, v, ok
 	return v, ok, nil
 }
@@ -219,20 +253,24 @@ func (b *heapBackend) put(id stateID, userKey, value []byte) error {
 		return err
 	}
 	if userKey != nil {
-		m := t.maps[string(b.key)]
+		m := t.maps[b.key]
 		if m == nil {
 			m = map[string][]byte{}
-			t.maps[t.insertKey(string(b.key))] = m
+			t.maps[t.insertKey(b.storedKey())] = m
 		}
 		m[string(userKey)] = bytes.Clone(value)
 		return nil
 	}
-	old, ok := t.values[string(b.key)]
+	// A map assignment stores its key too, so an assignment passes a key
+	// the table may keep (storedKey), never b.key while it views keyBuf.
+	old, ok := t.values[b.key]
 	v := append(old[:0], value...)
 	if ok {
-		t.values[string(b.key)] = v
+		if len(old) != len(v) || cap(old) != cap(v) {
+			t.values[b.storedKey()] = v
+		}
 	} else {
-		t.values[t.insertKey(string(b.key))] = v
+		t.values[t.insertKey(b.storedKey())] = v
 	}
 	b.cacheID, b.cacheVal, b.cacheValid = id, v, true
 	return nil
@@ -244,11 +282,11 @@ func (b *heapBackend) appendValue(id stateID, value []byte) error {
 		return err
 	}
 	b.cacheValid = false
-	old, ok := t.values[string(b.key)]
+	old, ok := t.values[b.key]
 	if ok {
-		t.values[string(b.key)] = append(old, value...)
+		t.values[b.storedKey()] = append(old, value...)
 	} else {
-		t.values[t.insertKey(string(b.key))] = append([]byte{}, value...)
+		t.values[t.insertKey(b.storedKey())] = append([]byte{}, value...)
 	}
 	return nil
 }
@@ -260,13 +298,13 @@ func (b *heapBackend) remove(id stateID, userKey []byte) error {
 		return err
 	}
 	if userKey == nil {
-		delete(t.values, string(b.key))
+		delete(t.values, b.key)
 		return nil
 	}
-	if m := t.maps[string(b.key)]; m != nil {
+	if m := t.maps[b.key]; m != nil {
 		delete(m, string(userKey))
 		if len(m) == 0 {
-			delete(t.maps, string(b.key))
+			delete(t.maps, b.key)
 		}
 	}
 	return nil
@@ -277,7 +315,7 @@ func (b *heapBackend) iterate(id stateID, fn func(userKey, value []byte) bool) e
 	if err != nil || t == nil {
 		return err
 	}
-	m := t.maps[string(b.key)]
+	m := t.maps[b.key]
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !fn(stringBytes(k), m[k]) {
 			break
@@ -293,9 +331,9 @@ func (b *heapBackend) clear(id stateID) error {
 		return err
 	}
 	if t.maps != nil {
-		delete(t.maps, string(b.key))
+		delete(t.maps, b.key)
 	} else {
-		delete(t.values, string(b.key))
+		delete(t.values, b.key)
 	}
 	return nil
 }

@@ -180,6 +180,11 @@ func (b *pebbleBackend) SetCurrentKey(key []byte, keyGroup int) error {
 	return nil
 }
 
+// SetCurrentKeyString copies the string's bytes, as SetCurrentKey does.
+func (b *pebbleBackend) SetCurrentKeyString(key string, keyGroup int) error {
+	return b.SetCurrentKey(stringBytes(key), keyGroup)
+}
+
 func (b *pebbleBackend) CurrentKey() ([]byte, int) {
 	if b.kg < 0 {
 		return nil, -1
