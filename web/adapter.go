@@ -68,6 +68,9 @@ func engineCommand(c Command) engine.Command {
 	if c.Name == CmdInject {
 		ec.Partition = c.Partition
 	}
+	if c.Name == CmdAddTaskManager {
+		ec.Slots = c.Slots
+	}
 	return ec
 }
 

@@ -193,3 +193,26 @@ func TestRealEngineHandsTheJobBetweenDrivers(t *testing.T) {
 	send(t, c, `{"type":"command","id":"s","name":"step","args":{"count":50}}`)
 	assert.Equal(t, "ack", reply(t, c, "s")["type"], "teaching mode steps again")
 }
+
+// TestAddTaskManagerWithSlots: add-taskmanager's optional slots reach the
+// engine — the new TaskManager offers that many, the default the cluster's.
+func TestAddTaskManagerWithSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine")
+	}
+	_, hs := newEngineServer(t)
+	c := dialURL(t, hs, "template=wordcount&seed=3&slots=1")
+	first := readUntil(t, c, "snapshot", "")
+	before := len(first["taskManagers"].([]any))
+
+	send(t, c, `{"type":"command","id":"three","name":"add-taskmanager","args":{"slots":3}}`)
+	require.Equal(t, "ack", reply(t, c, "three")["type"])
+	send(t, c, `{"type":"command","id":"dflt","name":"add-taskmanager"}`)
+	require.Equal(t, "ack", reply(t, c, "dflt")["type"])
+	m := waitSnapshot(t, c, 30*time.Second, "two more TaskManagers", func(m msg) bool {
+		return len(m["taskManagers"].([]any)) == before+2
+	})
+	tms := m["taskManagers"].([]any)
+	assert.EqualValues(t, 3, tms[before].(map[string]any)["slots"], "the TaskManager added with slots 3")
+	assert.EqualValues(t, 1, tms[before+1].(map[string]any)["slots"], "the TaskManager added without slots takes the cluster's 1")
+}

@@ -95,4 +95,5 @@ type Command struct {
 	Driver      string  `json:"driver,omitempty"`
 	Job         string  `json:"job,omitempty"`        // reset: a lesson's job variant
 	LessonStep  int     `json:"lessonStep,omitempty"` // lesson commands: a step, from 1
+	Slots       int     `json:"slots,omitempty"`      // add-taskmanager: 0 = the cluster's slots per TaskManager
 }

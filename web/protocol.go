@@ -129,6 +129,9 @@ const (
 	maxSpeed      = 100.0
 	maxInjectText = 1000
 	maxIDLen      = 64
+	// maxTaskManagerSlots bounds an added TaskManager's slots, as the
+	// sandbox form bounds the cluster's.
+	maxTaskManagerSlots = maxSandboxSlots
 )
 
 var commands = map[string]commandDef{
@@ -191,9 +194,23 @@ var commands = map[string]commandDef{
 	}},
 	CmdCrashTaskManager:   {control: true, parse: taskManagerArg(CmdCrashTaskManager)},
 	CmdRestartTaskManager: {control: true, parse: taskManagerArg(CmdRestartTaskManager)},
-	CmdAddTaskManager:     {control: true, parse: noArgs(CmdAddTaskManager)},
-	CmdTriggerCheckpoint:  {control: true, parse: noArgs(CmdTriggerCheckpoint)},
-	CmdTriggerSavepoint:   {control: true, parse: noArgs(CmdTriggerSavepoint)},
+	CmdAddTaskManager: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+		var a struct {
+			Slots *int `json:"slots"`
+		}
+		if e := decodeArgs(CmdAddTaskManager, raw, &a, `{"slots":2}`); e != nil {
+			return e
+		}
+		if a.Slots != nil {
+			if *a.Slots < 1 || *a.Slots > maxTaskManagerSlots {
+				return perr(CodeBadArgs, "add-taskmanager: slots %d is out of range; send a whole number from 1 to %d, or leave it out for the cluster's slots per TaskManager", *a.Slots, maxTaskManagerSlots)
+			}
+			c.Slots = *a.Slots
+		}
+		return nil
+	}},
+	CmdTriggerCheckpoint: {control: true, parse: noArgs(CmdTriggerCheckpoint)},
+	CmdTriggerSavepoint:  {control: true, parse: noArgs(CmdTriggerSavepoint)},
 	CmdRescale: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Operator    *string `json:"operator"`
