@@ -291,7 +291,7 @@ func (r *runner) waitReady(ctx context.Context, st *Step, a Action) error {
 			return err
 		}
 		snap := r.s.Snapshot()
-		if why := notReady(&snap); why == "" {
+		if why := NotReady(&snap); why == "" {
 			return nil
 		} else if i >= readyWithin {
 			return r.fail(st, "", "before %s: the job did not become ready within %d engine steps: %s", a, readyWithin, why)
@@ -304,8 +304,12 @@ func (r *runner) waitReady(ctx context.Context, st *Step, a Action) error {
 	}
 }
 
-// notReady says why the job cannot take a command yet ("" = it can).
-func notReady(s *engine.Snapshot) string {
+// NotReady says why the job cannot take a lesson's command yet ("" = it
+// can): it is not running, a rescale is under way, or a subtask is not
+// running yet. A job waiting for resources, or one that has ended, takes
+// the command at once (a lesson may add a TaskManager, or reset). The
+// runner and the web lesson sessions wait by this one rule.
+func NotReady(s *engine.Snapshot) string {
 	j := s.Job
 	if j.WaitingForResources {
 		return ""

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -723,7 +722,7 @@ func (lr *lessonRun) waitReady(gen int64) error {
 			return errStale
 		}
 		snap := s.engine().Snapshot()
-		why := notReady(&snap)
+		why := lessons.NotReady(&snap)
 		if why == "" {
 			return nil
 		}
@@ -773,32 +772,4 @@ func engineErrorOrNil(name string, err error) *protoError {
 		return nil
 	}
 	return engineError(name, err)
-}
-
-// notReady says why the job cannot take a command yet ("" = it can); the
-// same rule as the lessons runner's.
-func notReady(s *engine.Snapshot) string {
-	j := s.Job
-	if j.WaitingForResources {
-		return ""
-	}
-	switch j.Status {
-	case engine.JobFailed, engine.JobCanceled, engine.JobFinished:
-		return ""
-	case engine.JobRunning:
-	default:
-		return "the job is " + string(j.Status)
-	}
-	if j.Rescale != nil {
-		return "a rescale of " + j.Rescale.Operator + " is under way"
-	}
-	var waiting []string
-	for _, op := range j.Operators {
-		for _, t := range op.Subtasks {
-			if t.Status != engine.TaskRunning && t.Status != engine.TaskFinished {
-				waiting = append(waiting, t.Name+" is "+string(t.Status))
-			}
-		}
-	}
-	return strings.Join(waiting, ", ")
 }
