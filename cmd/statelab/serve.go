@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/statelab/statelab/bench/webfan"
 	"github.com/statelab/statelab/web"
 )
 
@@ -67,7 +68,10 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 
-	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, Logger: logger})
+	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, Logger: logger,
+		// The Performance page's quick bench times the WebSocket hub too
+		// (web cannot import webfan, which imports web).
+		Perf: web.PerfConfig{WebFanOut: webfan.FanOut}})
 	if err != nil {
 		code, _ := usageError(io, fs.Name(), "%v", err)
 		return code
