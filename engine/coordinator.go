@@ -56,7 +56,7 @@ func (c *core) periodicCheckpoint() {
 	if c.terminal {
 		return
 	}
-	c.drv.after(c.spec.Checkpointing.Interval.D(), c.periodicCheckpoint)
+	c.drv.after(c.spec.Checkpointing.Interval.D(), timer{kind: timerPeriodic})
 	if c.rescaling != nil || len(c.coord.pending) > 0 {
 		return
 	}
@@ -103,12 +103,7 @@ func (c *core) triggerCheckpoint(savepoint, stop bool) (int64, error) {
 			c.drv.wake(t)
 		}
 	}
-	att := c.ex.attempt
-	c.drv.after(c.spec.Checkpointing.Timeout.D(), func() {
-		if q := c.coord.pending[id]; q != nil && q.attempt == att {
-			c.abortCheckpoint(q, fmt.Sprintf("checkpoint expired before completing (timeout %v)", c.spec.Checkpointing.Timeout.D()))
-		}
-	})
+	c.drv.after(c.spec.Checkpointing.Timeout.D(), timer{kind: timerTimeout, id: id, attempt: c.ex.attempt})
 	return id, nil
 }
 

@@ -36,8 +36,8 @@ type driver interface {
 	stopTasks(ex *execution)
 	// wake tells a subtask it has a control message.
 	wake(t *subtask)
-	// after runs fn in the JobManager's context d from now.
-	after(d time.Duration, fn func())
+	// after fires tm in the JobManager's context d from now.
+	after(d time.Duration, tm timer)
 	// sendJM delivers a subtask's message to the JobManager.
 	sendJM(m jmMsg)
 }
@@ -250,7 +250,7 @@ func (c *core) start() {
 	c.publish(Event{Kind: EvJobStatus, Status: string(JobCreated), Message: fmt.Sprintf("job %s created (seed %d)", c.spec.Name, c.spec.Seed)})
 	c.deploy()
 	if iv := c.spec.Checkpointing.Interval.D(); iv > 0 {
-		c.drv.after(iv, c.periodicCheckpoint)
+		c.drv.after(iv, timer{kind: timerPeriodic})
 	}
 }
 
@@ -617,12 +617,7 @@ func (c *core) fail(failed *subtask, reason string) {
 	}
 	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts in %v (restart %d of %d)", c.spec.Name, rs.Delay.D(), c.failures, rs.Attempts))
 	c.counters.Restarts++
-	att := c.attempt
-	c.drv.after(rs.Delay.D(), func() {
-		if c.attempt == att && c.status == JobRestarting {
-			c.deploy()
-		}
-	})
+	c.drv.after(rs.Delay.D(), timer{kind: timerRestart, attempt: c.attempt})
 }
 
 // cancelExecution stops every subtask of the current execution and drops

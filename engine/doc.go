@@ -22,6 +22,14 @@
 //   - Engine: the interface both drivers offer a viewer. A running job
 //     changes driver with Stepper.ToLive and Live.ToStepper (teaching view
 //     <-> full speed) without losing a record or a pending checkpoint.
+//   - Fork (Stepper.Fork, Live.Fork): a new, independent, paused Stepper
+//     that starts as an exact copy of the running job at that instant —
+//     state, records and barriers in flight, pending checkpoints, timers,
+//     sources' cursors, sinks' output and transactions, retained
+//     checkpoints, command log, clock — in its own directory, then goes its
+//     own way. A fork of a Stepper also copies its random generator, so it
+//     continues exactly as the original would (a copy kept at step N and
+//     stepped to M equals a replay from step 0 to M).
 //   - Command (Do): crash-subtask, crash-taskmanager, restart-taskmanager,
 //     add-taskmanager (Slots optional: the cluster's slots per TaskManager
 //     by default), trigger-checkpoint, trigger-savepoint, rescale, inject.
@@ -81,7 +89,10 @@
 //     Stepper logs every command with its step (CommandLog) for Replay.
 //  6. Read Snapshot, TaskState and Compare at any time; they copy.
 //  7. To change driver, call ToLive or ToStepper and use the driver it
-//     returns from then on; the old one is closed for use.
+//     returns from then on; the old one is closed for use. To copy the
+//     job, call Fork (any time, from any goroutine): the original carries
+//     on undisturbed (Live's subtasks pause at a quiet point while the copy
+//     is made), and the fork is a Stepper to drive and Close like any.
 //  8. Close releases goroutines, state backends and temporary directories.
 //
 // # What a subtask does (the task state machine)

@@ -82,8 +82,8 @@ func (l *Live) ToStepper() (*Stepper, error) {
 	l.wg.Wait()
 
 	c := l.c
-	s := &Stepper{c: c, rng: rand.New(rand.NewPCG(uint64(c.spec.Seed), uint64(now))), fifo: c.spec.Runtime.FIFO,
-		speed: 1, paused: true, clock: now}
+	pcg := rand.NewPCG(uint64(c.spec.Seed), uint64(now))
+	s := &Stepper{c: c, rng: rand.New(pcg), pcg: pcg, fifo: c.spec.Runtime.FIFO, speed: 1, paused: true, clock: now}
 	c.drv = s
 	c.measure, c.verbose = false, true
 	c.stepFn = func() int64 { return s.step }
@@ -103,7 +103,7 @@ func (l *Live) ToStepper() (*Stepper, error) {
 		if it.isMsg {
 			s.sendJM(it.msg)
 		} else {
-			s.after(0, it.fn)
+			s.after(0, it.tm)
 		}
 	}
 	if c.ex != nil {

@@ -171,7 +171,7 @@ func poke(c chan struct{}) {
 type liveItem struct {
 	msg   jmMsg
 	isMsg bool
-	fn    func()
+	tm    timer
 }
 
 func (l *Live) push(it liveItem) {
@@ -181,7 +181,7 @@ func (l *Live) push(it liveItem) {
 	poke(l.qwake)
 }
 
-func (l *Live) enqueue(fn func()) { l.push(liveItem{fn: fn}) }
+func (l *Live) enqueue(tm timer) { l.push(liveItem{tm: tm}) }
 
 func (l *Live) sendJM(m jmMsg) { l.push(liveItem{msg: m, isMsg: true}) }
 
@@ -209,7 +209,7 @@ func (l *Live) jobManagerLoop() {
 				if it.isMsg {
 					l.c.handleJM(it.msg)
 				} else {
-					it.fn()
+					l.c.fire(it.tm)
 				}
 			}
 			l.mu.Unlock()
@@ -220,9 +220,9 @@ func (l *Live) jobManagerLoop() {
 	}
 }
 
-func (l *Live) after(d time.Duration, fn func()) {
+func (l *Live) after(d time.Duration, tm timer) {
 	l.tmu.Lock()
-	heap.Push(&l.timers, stepTimer{at: l.now() + d, seq: l.c.nextSeq(), fn: fn})
+	heap.Push(&l.timers, stepTimer{at: l.now() + d, seq: l.c.nextSeq(), tm: tm})
 	l.tmu.Unlock()
 	poke(l.twake)
 }
@@ -237,7 +237,7 @@ func (l *Live) timerLoop() {
 		now := l.now()
 		for len(l.timers) > 0 && l.timers[0].at <= now {
 			tm := heap.Pop(&l.timers).(stepTimer)
-			l.enqueue(tm.fn)
+			l.enqueue(tm.tm)
 		}
 		if len(l.timers) > 0 {
 			l.cmu.Lock()

@@ -31,6 +31,7 @@ type Stepper struct {
 	mu     sync.Mutex
 	c      *core
 	rng    *rand.Rand
+	pcg    *rand.PCG // rng's source, whose state Fork copies
 	fifo   bool
 	clock  time.Duration
 	step   int64
@@ -50,7 +51,7 @@ type Stepper struct {
 type stepTimer struct {
 	at  time.Duration
 	seq int64
-	fn  func()
+	tm  timer
 }
 
 type timerQueue []stepTimer
@@ -78,8 +79,8 @@ func NewStepper(spec *JobSpec, opts Options) (*Stepper, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stepper{c: c, rng: rand.New(rand.NewPCG(uint64(c.spec.Seed), 0x5eed5eed)), fifo: c.spec.Runtime.FIFO,
-		speed: 1, paused: true}
+	pcg := rand.NewPCG(uint64(c.spec.Seed), 0x5eed5eed)
+	s := &Stepper{c: c, rng: rand.New(pcg), pcg: pcg, fifo: c.spec.Runtime.FIFO, speed: 1, paused: true}
 	c.drv = s
 	c.verbose = true
 	c.batch, c.chanCap = orDefault(c.spec.Runtime.BatchSize, 16), orDefault(c.spec.Runtime.ChannelCapacity, 4)
@@ -100,8 +101,8 @@ func (s *Stepper) sendJM(m jmMsg) {
 	s.jmq = append(s.jmq, m)
 }
 
-func (s *Stepper) after(d time.Duration, fn func()) {
-	heap.Push(&s.timers, stepTimer{at: s.clock + d, seq: s.c.nextSeq(), fn: fn})
+func (s *Stepper) after(d time.Duration, tm timer) {
+	heap.Push(&s.timers, stepTimer{at: s.clock + d, seq: s.c.nextSeq(), tm: tm})
 }
 
 // --- stepping ------------------------------------------------------------------
@@ -262,7 +263,7 @@ func (s *Stepper) execute(cd candidate) {
 		for i, tm := range s.timers {
 			if tm.seq == cd.seq {
 				heap.Remove(&s.timers, i)
-				tm.fn()
+				c.fire(tm.tm)
 				break
 			}
 		}
@@ -289,12 +290,7 @@ func (s *Stepper) afterHandle(t *subtask, err error, cost time.Duration) {
 		// The asynchronous part runs now (deterministically); the
 		// acknowledgement arrives after its modelled duration, through
 		// whichever driver runs the job by then.
-		msg := a.finish()
-		s.after(a.delay, func() {
-			if msg.task.getStatus() == TaskRunning || msg.task.getStatus() == TaskFinished {
-				c.drv.sendJM(msg)
-			}
-		})
+		s.after(a.delay, timer{kind: timerAck, msg: a.finish()})
 	}
 	t.acks = t.acks[:0]
 	c.flushTaskEvents(t)

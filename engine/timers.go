@@ -1,0 +1,44 @@
+package engine
+
+import "fmt"
+
+// JobManager timers are data, not closures: what a timer does is named by
+// its kind and arguments, so a copy of a running job (Fork) re-arms every
+// pending timer on the copy, and both drivers fire them the same way.
+
+type timerKind uint8
+
+const (
+	timerPeriodic timerKind = iota + 1 // the checkpoint interval elapsed
+	timerTimeout                       // checkpoint id of attempt expires
+	timerRestart                       // the restart delay of attempt elapsed
+	timerAck                           // a subtask's acknowledgement arrives (its asynchronous part done)
+)
+
+// timer is one pending JobManager timer.
+type timer struct {
+	kind    timerKind
+	id      int64
+	attempt int
+	msg     jmMsg
+}
+
+// fire runs a due timer in the JobManager's context.
+func (c *core) fire(tm timer) {
+	switch tm.kind {
+	case timerPeriodic:
+		c.periodicCheckpoint()
+	case timerTimeout:
+		if q := c.coord.pending[tm.id]; q != nil && q.attempt == tm.attempt {
+			c.abortCheckpoint(q, fmt.Sprintf("checkpoint expired before completing (timeout %v)", c.spec.Checkpointing.Timeout.D()))
+		}
+	case timerRestart:
+		if c.attempt == tm.attempt && c.status == JobRestarting {
+			c.deploy()
+		}
+	case timerAck:
+		if st := tm.msg.task.getStatus(); st == TaskRunning || st == TaskFinished {
+			c.drv.sendJM(tm.msg)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package state
+
+import (
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Copies of live state, for a job that forks: the engine copies a running
+// job into a new, independent one (a classroom follower's own copy, a point
+// of the timeline kept to seek from). The original is not disturbed: its
+// figures (last snapshot, restore) stay as they were, and nothing it will
+// do later depends on the copy.
+
+// cloneTarget names the snapshot a copy is made through; it never reaches
+// a checkpoint storage the job uses.
+var cloneTarget = SnapshotTarget{CheckpointID: 1, Savepoint: true}
+
+// CloneKeyedBackend returns an independent backend with b's state, made
+// for cfg (the copy's own local directory for pebble; the same key-group
+// range and max parallelism as b). It goes through a full snapshot in
+// memory, so it works for every backend and both share nothing; the copy
+// reports b's metrics. Incremental snapshots of the copy start afresh (its
+// first one uploads every file), since its files are its own.
+func CloneKeyedBackend(b KeyedBackend, cfg KeyedBackendConfig) (KeyedBackend, error) {
+	if b.KeyGroupRange() != cfg.KeyGroupRange || b.MaxParallelism() != cfg.MaxParallelism {
+		return nil, fmt.Errorf("%w: copy of range %v (max parallelism %d) asked for range %v (max parallelism %d)",
+			ErrIncompatible, b.KeyGroupRange(), b.MaxParallelism(), cfg.KeyGroupRange, cfg.MaxParallelism)
+	}
+	scratch, err := NewCheckpointStorage(StorageConfig{Kind: JobManagerStorage, JobID: "copy", MaxStateSize: 1 << 40})
+	if err != nil {
+		return nil, err
+	}
+	before := metricsOf(b)
+	h, err := b.Snapshot(cloneTarget, scratch)
+	setMetrics(b, before)
+	if err != nil {
+		return nil, fmt.Errorf("state: copy keyed backend: %w", err)
+	}
+	nb, err := RestoreKeyedBackend(cfg, scratch, []*KeyedStateHandle{h})
+	if err != nil {
+		return nil, fmt.Errorf("state: copy keyed backend: %w", err)
+	}
+	setMetrics(nb, before)
+	return nb, nil
+}
+
+func metricsOf(b KeyedBackend) BackendMetrics {
+	switch x := b.(type) {
+	case *heapBackend:
+		return x.metrics
+	case *pebbleBackend:
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return x.metrics
+	}
+	return BackendMetrics{}
+}
+
+func setMetrics(b KeyedBackend, m BackendMetrics) {
+	switch x := b.(type) {
+	case *heapBackend:
+		x.metrics = m
+	case *pebbleBackend:
+		x.mu.Lock()
+		x.metrics = m
+		x.mu.Unlock()
+	}
+}
+
+// CloneStorage returns an independent copy of checkpoint storage s: the
+// same retained checkpoints and savepoints, pending checkpoints' files and
+// shared-file bookkeeping. A filesystem storage is copied into dir (the
+// copy's own checkpoint directory, which must not be s's); jobmanager
+// storage stays in memory and ignores dir. Call it while nothing writes to
+// s (no file open for writing).
+func CloneStorage(s CheckpointStorage, dir string) (CheckpointStorage, error) {
+	cs, ok := s.(*checkpointStorage)
+	if !ok {
+		return nil, fmt.Errorf("state: %T is not a storage made by this package", s)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := &checkpointStorage{cfg: cs.cfg,
+		completed: slices.Clone(cs.completed), savepoints: slices.Clone(cs.savepoints),
+		shared: map[int64][]string{}, sharedRefs: maps.Clone(cs.sharedRefs), pending: map[int64]map[string]bool{},
+		names: maps.Clone(cs.names), sizes: maps.Clone(cs.sizes), written: cs.written}
+	for id, f := range cs.shared {
+		n.shared[id] = slices.Clone(f)
+	}
+	for id, f := range cs.pending {
+		n.pending[id] = maps.Clone(f)
+	}
+	n.read.Store(cs.read.Load())
+	switch b := cs.blobs.(type) {
+	case *memBlobs:
+		b.mu.Lock()
+		// Committed blobs are never written again: the copy may share them.
+		n.blobs = &memBlobs{files: maps.Clone(b.files)}
+		b.mu.Unlock()
+	case *fsBlobs:
+		if dir == "" {
+			return nil, fmt.Errorf("state: copy filesystem checkpoint storage: no directory for the copy")
+		}
+		n.cfg.Dir = dir
+		root := filepath.Join(dir, cs.cfg.JobID)
+		if filepath.Clean(root) == filepath.Clean(b.root) {
+			return nil, fmt.Errorf("state: copy filesystem checkpoint storage: %s is the original's directory", root)
+		}
+		if err := copyTree(b.root, root); err != nil {
+			return nil, fmt.Errorf("state: copy filesystem checkpoint storage: %w", err)
+		}
+		nb, err := newFSBlobs(root)
+		if err != nil {
+			return nil, err
+		}
+		n.blobs = nb
+	default:
+		return nil, fmt.Errorf("state: cannot copy blob store %T", cs.blobs)
+	}
+	return n, nil
+}
+
+// copyTree copies the regular files under src into dst (hard links where
+// the file system allows: checkpoint files are never rewritten in place).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if os.Link(p, to) == nil {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, data, 0o644)
+	})
+}
