@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -142,4 +143,33 @@ func BenchmarkCountStep(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestProfileIncrementalCheckpoints prints each round's incremental upload
+// as a share of the full checkpoint (STATELAB_PROFILE=1;
+// STATELAB_PROFILE_KEYS, STATELAB_PROFILE_ROUNDS).
+func TestProfileIncrementalCheckpoints(t *testing.T) {
+	if os.Getenv("STATELAB_PROFILE") == "" {
+		t.Skip("set STATELAB_PROFILE=1")
+	}
+	keys, rounds := 1_000_000, 24
+	fmt.Sscan(os.Getenv("STATELAB_PROFILE_KEYS"), &keys)
+	fmt.Sscan(os.Getenv("STATELAB_PROFILE_ROUNDS"), &rounds)
+	c, err := NewCheckpointBench(keys, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var sum, sumFull float64
+	var line string
+	for range rounds {
+		r, err := c.Round()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += float64(r.IncrementalBytes)
+		sumFull += float64(r.FullBytes)
+		line += fmt.Sprintf(" %.1f%%", 100*float64(r.IncrementalBytes)/float64(r.FullBytes))
+	}
+	t.Logf("%d keys, %d rounds: mean %.1f %% of full; rounds:%s", keys, rounds, 100*sum/sumFull, line)
 }

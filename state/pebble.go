@@ -114,8 +114,26 @@ func pebbleOptions(l *slog.Logger) *pebble.Options {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return &pebble.Options{DisableWAL: true, Logger: pebbleLogger{l}, MemTableSize: pebbleMemTableBytes}
+	return &pebble.Options{DisableWAL: true, Logger: pebbleLogger{l}, MemTableSize: pebbleMemTableBytes,
+		LBaseMaxBytes: pebbleLBaseMaxBytes}
 }
+
+// pebbleLBaseMaxBytes is the size of the LSM's base level, where level 0
+// is compacted to. An incremental checkpoint uploads the SST files written
+// since the last one, so every compaction's output is uploaded again. With
+// Pebble's default (64 MiB) a state of up to ~600 MiB has a single level
+// under L0, so every L0 compaction rewrote the whole state: after a 1 %
+// change, checkpoints alternated between ~1 % and ~55 % of a full one
+// (27–32 % on average at 10 k to 1 M keys). With a small base level the
+// LSM keeps intermediate levels: L0 files go to a small level, which is
+// merged into the bottom level only once it has grown to about a tenth of
+// it, so most checkpoints upload their own changes plus a small level and
+// the bottom level is rewritten every ~12 checkpoints at 1 % change (6–12 %
+// of a full checkpoint on average over 24 checkpoints, measured at 10 k,
+// 100 k and 1 M keys). This is what Flink's RocksDB incremental
+// checkpoints rely on too: SST files shared from one checkpoint to the next
+// as long as compaction leaves them alone.
+const pebbleLBaseMaxBytes = 32 << 10
 
 // openPebble opens the DB in dir with pebbleOptions and a block cache of
 // pebbleCacheBytes of its own.
