@@ -137,15 +137,22 @@ type BareWordCountResult struct {
 	Elapsed     time.Duration
 }
 
+// lineBatch is a batch of source lines on the source -> tokenizer edge.
+type lineBatch struct{ lines []string }
+
+var linePool = sync.Pool{New: func() any { return &lineBatch{lines: make([]string, 0, BatchSize)} }}
+
 // RunBareWordCount is the engine's word count job with nothing of the
 // engine: the same four stages as goroutines and channels with pooled
-// batches of BatchSize. Source i reads every parallelism-th line (a
-// partition) and tokenizes it (split on white space, lower-cased, as the
-// engine's tokenizer does) straight into key-group-routed batches (the
-// engine chains nothing, so this is already kinder than the job's forward
-// edge); counter j counts into one map per key group and emits (word, new
-// count) to sink j, which keeps every record, as the at-least-once sink
-// does.
+// batches of BatchSize, parallelism goroutines each. Source i reads every
+// parallelism-th line (a partition) and hands it on to tokenizer i (the
+// job's forward edge); the tokenizer splits it on white space and
+// lower-cases it, as the engine's tokenizer does, and routes each word by
+// key group (the hash edge); counter j counts into one map per key group
+// and emits (word, new count) to sink j (forward), which keeps every
+// record, as the at-least-once sink does. It is the fair floor for the
+// engine's word count: the same work in the same stages, without state
+// API, barriers, statuses or events.
 func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWordCountResult, error) {
 	if err := rescale.CheckParallelism(parallelism, maxParallelism); err != nil {
 		return BareWordCountResult{}, fmt.Errorf("bench: bare word count: %w", err)
@@ -205,27 +212,52 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 			maps[d] = groups
 		}()
 	}
+	toTokenizer := make([]chan *lineBatch, parallelism)
+	for i := range parallelism {
+		toTokenizer[i] = make(chan *lineBatch, 16)
+	}
+	var tokenizers sync.WaitGroup
 	for s := range parallelism {
 		sources.Add(1)
 		go func() {
 			defer sources.Done()
-			pending := make([]*recordBatch, parallelism)
+			defer close(toTokenizer[s])
+			b := linePool.Get().(*lineBatch)
 			for i := s; i < len(lines); i += parallelism {
-				for _, w := range strings.Fields(lines[i]) {
-					w = strings.ToLower(w)
-					kg := rescale.KeyGroupForString(w, maxParallelism)
-					d := rescale.OperatorIndexForKeyGroup(maxParallelism, parallelism, kg)
-					b := pending[d]
-					if b == nil {
-						b = batchPool.Get().(*recordBatch)
-						pending[d] = b
-					}
-					b.recs = append(b.recs, keyedRecord{word: w, kg: kg})
-					if len(b.recs) == BatchSize {
-						toCount[d] <- b
-						pending[d] = nil
+				b.lines = append(b.lines, lines[i])
+				if len(b.lines) == BatchSize {
+					toTokenizer[s] <- b
+					b = linePool.Get().(*lineBatch)
+				}
+			}
+			if len(b.lines) > 0 {
+				toTokenizer[s] <- b
+			}
+		}()
+		tokenizers.Add(1)
+		go func() {
+			defer tokenizers.Done()
+			pending := make([]*recordBatch, parallelism)
+			for lb := range toTokenizer[s] {
+				for _, line := range lb.lines {
+					for _, w := range strings.Fields(line) {
+						w = strings.ToLower(w)
+						kg := rescale.KeyGroupForString(w, maxParallelism)
+						d := rescale.OperatorIndexForKeyGroup(maxParallelism, parallelism, kg)
+						b := pending[d]
+						if b == nil {
+							b = batchPool.Get().(*recordBatch)
+							pending[d] = b
+						}
+						b.recs = append(b.recs, keyedRecord{word: w, kg: kg})
+						if len(b.recs) == BatchSize {
+							toCount[d] <- b
+							pending[d] = nil
+						}
 					}
 				}
+				lb.lines = lb.lines[:0]
+				linePool.Put(lb)
 			}
 			for d, b := range pending {
 				if b != nil {
@@ -235,6 +267,7 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 		}()
 	}
 	sources.Wait()
+	tokenizers.Wait()
 	for _, c := range toCount {
 		close(c)
 	}

@@ -55,7 +55,7 @@ type Sizes struct {
 func FullSizes() Sizes {
 	return Sizes{WordCountRecords: 1_000_000, WordCountKeys: 10_000, Parallelisms: []int{1, 2, 4},
 		ValueStateRecords: 1_000_000, PebbleRecords: 200_000,
-		StateSizes: []int{10_000, 100_000, 1_000_000}, CheckpointRounds: 8,
+		StateSizes: []int{10_000, 100_000, 1_000_000}, CheckpointRounds: 16,
 		Viewers: []int{1, 10, 100}, Events: 20_000}
 }
 

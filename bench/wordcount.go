@@ -138,14 +138,19 @@ func (r *runner) wordCount(ctx context.Context) error {
 			return err
 		}
 		mv, ms, pv, ps := Median(s[0]), s[0], Median(s[1]), s[1]
+		// Issue 8's target is against the bare pipeline doing the same
+		// counting work (tokenize the same lines, count the same words, in
+		// the same four stages). The bare keyed count, which gets the words
+		// ready-made and skips tokenizer and sink, is shown beside it as a
+		// floor no job of this shape can reach, without a target.
 		r.add(Case{Group: GroupWordCount, Name: fmt.Sprintf("engine word count, memory, p=%d", p), Metric: MetricRecordsPerSecond,
 			HigherIsBetter: true, Value: mv, Samples: ms,
-			Baseline:      fmt.Sprintf("bare keyed count: goroutines + channels, batches of %d, p=%d", BatchSize, p),
-			BaselineValue: Median(s[2]), BaselineSamples: s[2], Target: AtLeast(0.25)})
-		r.add(Case{Group: GroupWordCount, Name: fmt.Sprintf("engine word count, memory, p=%d (same stages)", p), Metric: MetricRecordsPerSecond,
+			Baseline:      fmt.Sprintf("bare word count: source, tokenizer, count, sink as goroutines + channels, batches of %d, p=%d", BatchSize, p),
+			BaselineValue: Median(s[3]), BaselineSamples: s[3], Target: AtLeast(0.25)})
+		r.add(Case{Group: GroupWordCount, Name: fmt.Sprintf("engine word count, memory, p=%d (vs words ready-made)", p), Metric: MetricRecordsPerSecond,
 			HigherIsBetter: true, Value: mv, Samples: ms,
-			Baseline:      fmt.Sprintf("bare word count: source, tokenizer, count, sink as goroutines, p=%d", p),
-			BaselineValue: Median(s[3]), BaselineSamples: s[3]})
+			Baseline:      fmt.Sprintf("bare keyed count: words ready-made, routed by key group and counted, no tokenizer or sink, p=%d", p),
+			BaselineValue: Median(s[2]), BaselineSamples: s[2]})
 		r.add(Case{Group: GroupWordCount, Name: fmt.Sprintf("engine word count, pebble, p=%d", p), Metric: MetricRecordsPerSecond,
 			HigherIsBetter: true, Value: pv, Samples: ps,
 			Baseline:      fmt.Sprintf("bare Pebble Get+Set, WAL off, %d DB(s) in parallel", p),
