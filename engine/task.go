@@ -143,10 +143,13 @@ type subtask struct {
 
 	recordsIn  atomic.Int64
 	recordsOut atomic.Int64
-	updates    int64 // keyed state writes since the last snapshot
-	failure    atomic.Pointer[string]
-	finished   bool
-	pollSeq    int64
+	// emitted counts records emitted since the last flush, which adds them
+	// to recordsOut: one atomic add per batch, not per record.
+	emitted  int64
+	updates  int64 // keyed state writes since the last snapshot
+	failure  atomic.Pointer[string]
+	finished bool
+	pollSeq  int64
 	// pendingRestore is handed to the subtask when it is deployed.
 	pendingRestore *restoreSpec
 	closed         bool
@@ -255,7 +258,7 @@ func (t *subtask) hasOutputSpace() bool {
 
 // emit routes one record to every output edge by its partitioner.
 func (t *subtask) emit(r Record) {
-	t.recordsOut.Add(1)
+	t.emitted++
 	for _, oe := range t.outs {
 		switch oe.part {
 		case Forward:
@@ -289,6 +292,10 @@ func (oe *outEdge) add(i int, r Record) {
 // flush moves the batches being filled into the outbox, so that any element
 // emitted next (a barrier, a watermark) stays behind the records.
 func (t *subtask) flush() {
+	if t.emitted > 0 {
+		t.recordsOut.Add(t.emitted)
+		t.emitted = 0
+	}
 	for _, oe := range t.outs {
 		for i, b := range oe.pending {
 			if b == nil {

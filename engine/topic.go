@@ -77,6 +77,13 @@ func newTopic(name string, seed int64, o operatorOptions) *topic {
 			t.keyTable[i] = vocabularyWord(i)
 		}
 	}
+	if len(o.Lines) > 0 {
+		// Sized up front: a million lines would otherwise be copied at
+		// every doubling of a partition's slice.
+		for p := range t.partitions {
+			t.extra[p] = make([]Record, 0, (len(o.Lines)-p+t.partitions-1)/t.partitions)
+		}
+	}
 	for i, l := range o.Lines {
 		p := i % t.partitions
 		t.extra[p] = append(t.extra[p], Record{Key: l, Text: l, Timestamp: int64(i)})
