@@ -491,6 +491,14 @@ func (s *Stepper) Replay(log []LoggedCommand) error {
 	return nil
 }
 
+// Position returns how many steps the Stepper has taken and its virtual
+// clock (cheaper than a Snapshot).
+func (s *Stepper) Position() (step int64, at time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.step, s.clock
+}
+
 // CommandLog returns the commands applied so far.
 func (s *Stepper) CommandLog() []LoggedCommand {
 	s.mu.Lock()

@@ -44,8 +44,52 @@ func CloneKeyedBackend(b KeyedBackend, cfg KeyedBackendConfig) (KeyedBackend, er
 	if err != nil {
 		return nil, fmt.Errorf("state: copy keyed backend: %w", err)
 	}
+	// A restore registers the states it finds entries of, in the order it
+	// finds them; the copy's handles (copied from the original's) address
+	// states by the original's ids, with its renderers: register every
+	// state again, in id order, and check that the ids agree.
+	if err := reregister(b, nb); err != nil {
+		_ = nb.Close()
+		return nil, fmt.Errorf("state: copy keyed backend: %w", err)
+	}
 	setMetrics(nb, before)
 	return nb, nil
+}
+
+func reregister(from, to KeyedBackend) error {
+	rf, err := rawOf(from)
+	if err != nil {
+		return err
+	}
+	rt, err := rawOf(to)
+	if err != nil {
+		return err
+	}
+	renders := renderersOf(rf)
+	for _, s := range from.States() {
+		var r entryRenderer
+		if int(s.ID) < len(renders) {
+			r = renders[s.ID]
+		}
+		id, err := rt.register(s.Name, s.Kind, r)
+		if err != nil {
+			return err
+		}
+		if id != s.ID {
+			return fmt.Errorf("%w: state %q has id %d in the copy, %d in the original", ErrIncompatible, s.Name, id, s.ID)
+		}
+	}
+	return nil
+}
+
+func renderersOf(b rawBackend) []entryRenderer {
+	switch x := b.(type) {
+	case *heapBackend:
+		return x.render
+	case *pebbleBackend:
+		return x.render
+	}
+	return nil
 }
 
 func metricsOf(b KeyedBackend) BackendMetrics {
