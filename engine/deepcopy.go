@@ -50,6 +50,16 @@ var (
 
 func newCopier() *copier { return &copier{memo: map[memoKey]reflect.Value{}} }
 
+// share makes the copy share x (a map or pointer the original never
+// changes in place) instead of copying it.
+func (cp *copier) share(x any) {
+	v := reflect.ValueOf(x)
+	if v.IsNil() {
+		return
+	}
+	cp.memo[memoKey{v.Pointer(), v.Type()}] = v
+}
+
 // seed makes every reference to old (a pointer) point to nu in the copy.
 func (cp *copier) seed(old, nu any) {
 	v := reflect.ValueOf(old)
@@ -171,6 +181,13 @@ func (cp *copier) into(dst, src reflect.Value) {
 		n := reflect.MakeMapWithSize(t, src.Len())
 		cp.memo[memoKey{src.Pointer(), t}] = n
 		it := src.MapRange()
+		if isPlain(t.Key()) && isPlain(t.Elem()) {
+			for it.Next() {
+				n.SetMapIndex(it.Key(), it.Value())
+			}
+			dst.Set(n)
+			return
+		}
 		for it.Next() {
 			k := reflect.New(t.Key()).Elem()
 			cp.into(k, addressable(it.Key()))

@@ -254,6 +254,12 @@ func forkCore(c *core, opts Options) (_ *forked, err error) {
 			cp.memo[memoKeyOf(t.keyed)] = reflectValue(nb)
 		}
 	}
+	// The ground truth is replaced, never changed, when a topic grows: the
+	// copy shares what was computed.
+	for _, tr := range c.truthCache {
+		cp.share(tr.exact)
+		cp.share(tr.finals)
+	}
 	if err := cp.copyInto(nc, c); err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}

@@ -103,7 +103,7 @@ func settingsFromSpec(t *JobTemplate, spec *engine.JobSpec) (url.Values, error) 
 
 // scenarioOf describes the session's run up to the step its viewers see.
 func (srv *Server) scenarioOf(s *Session) (Scenario, *protoError) {
-	if pe := s.replayable(); pe != nil {
+	if pe := s.fromZero(); pe != nil {
 		return Scenario{}, pe
 	}
 	t, ok := Template(s.Template)

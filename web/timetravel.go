@@ -13,12 +13,18 @@ import (
 	"github.com/statelab/statelab/engine"
 )
 
-// Time travel and forks rest on one property of the Stepper: the same spec,
-// seed and command log give the same run, event for event (engine.Replay).
-// A session in teaching mode therefore never stores its past: to show step
-// N it starts a second Stepper of the same job and replays the log up to
-// N; to fork, it does the same in a new session. A run that went to full
-// speed (the Live driver) is no longer replayable, so both refuse there.
+// Time travel rests on one property of the Stepper: the same spec, seed and
+// command log give the same run, event for event (engine.Replay). It does
+// not replay from step 0 each time, though: while a teaching-mode run plays,
+// the session keeps images of it — forks of its Stepper (engine.Fork),
+// every imageEvery steps, at most maxImages, thinned so they stay evenly
+// spread — and shows step N by forking the nearest image at or before N and
+// stepping on from there, so a seek costs at most the distance between two
+// images whatever the run's length. A fork copies the running job
+// (engine.Fork) in any mode, teaching or full speed, at the present or at
+// the step being looked at. A run that went to full speed has no step
+// numbers to seek to (its past is not replayable); a fork of it starts a
+// timeline of its own at its step 0.
 
 // Commands of time travel and classrooms (see protocol.go's table).
 const (
@@ -40,6 +46,8 @@ const (
 	timelineEvery  = 500 * time.Millisecond
 	heavyRate      = 4 // seeks and forks per second per connection (burst heavyBurst)
 	heavyBurst     = 8
+	imageEvery     = 2000 // steps between two images of a playing run
+	maxImages      = 24   // images kept per session
 )
 
 // Marker is a point of interest on the timeline.
@@ -79,8 +87,18 @@ type sessionExt struct {
 	markers    []Marker
 	headStep   int64
 	handedOver bool // the run went to the Live driver: no replay
-	dirty      bool
-	lastSent   time.Time
+	// noZero: the run began as a copy of a run that is not replayable (a
+	// fork of a full-speed run); its timeline starts at its first image.
+	noZero   bool
+	dirty    bool
+	lastSent time.Time
+	// images of the present run, by step; epoch changes when they stop
+	// belonging to it (reset, full speed), so a capture in flight is
+	// dropped; capturing is set while one runs.
+	images    []*image
+	epoch     int64
+	capturing bool
+	captureWG sync.WaitGroup
 
 	review *review
 	views  atomic.Int64 // names view directories
@@ -117,6 +135,7 @@ func (s *Session) observe(e engine.Event) {
 	if m, ok := markerOf(e); ok {
 		x.addMarker(m)
 	}
+	s.maybeKeepImageLocked()
 }
 
 // markerOf says whether e deserves a mark on the timeline.
@@ -223,15 +242,38 @@ func (s *Session) maybeBroadcastTimeline() {
 
 func (s *Session) broadcastTimeline() { s.srv.hub.broadcast(s, s.timelineFrame()) }
 
-// replayableLocked says whether the run can be replayed (x.mu held).
+// replayableLocked says whether the run's past can be shown (x.mu held).
 func (s *Session) replayableLocked() (bool, string) {
 	if s.run.Driver == DriverLive {
-		return false, "this run started at full speed; time travel and forks replay teaching-mode runs: reset it in teaching mode"
+		return false, "this run started at full speed, which has no steps to go back to; reset it in teaching mode to travel in time (fork works in any mode)"
 	}
 	if s.x.handedOver {
-		return false, "this run went to full speed, which cannot be replayed step by step; reset it in teaching mode to travel in time or fork it"
+		return false, "this run went to full speed, which cannot be replayed step by step; reset it in teaching mode to travel in time (fork works in any mode)"
 	}
 	return true, ""
+}
+
+// fromZeroLocked says whether the run replays from step 0 (spec, seed and
+// command log), which sharing needs (x.mu held).
+func (s *Session) fromZeroLocked() (bool, string) {
+	if ok, why := s.replayableLocked(); !ok {
+		return false, why
+	}
+	if s.x.noZero {
+		return false, "this run is a copy of a run that went to full speed: it has no seed and command log from the start to replay; share the original from teaching mode, or export the event log"
+	}
+	return true, ""
+}
+
+// fromZero is fromZeroLocked as a protocol error.
+func (s *Session) fromZero() *protoError {
+	s.x.mu.Lock()
+	ok, why := s.fromZeroLocked()
+	s.x.mu.Unlock()
+	if !ok {
+		return perr(CodeRefused, "%s", why)
+	}
+	return nil
 }
 
 func (s *Session) replayable() *protoError {
@@ -265,8 +307,9 @@ func (s *Session) timeTravel(c *client, cmd *Command) (pe *protoError, done bool
 		s.run.from = nil // a fork or replay restarts from the beginning
 		pe := s.reset(cmd)
 		if pe == nil {
+			s.dropImages()
 			s.x.mu.Lock()
-			s.x.markers, s.x.headStep, s.x.handedOver, s.x.dirty = nil, 0, false, true
+			s.x.markers, s.x.headStep, s.x.handedOver, s.x.noZero, s.x.dirty = nil, 0, false, false, true
 			s.x.mu.Unlock()
 			s.broadcastTimeline()
 		}
@@ -281,6 +324,7 @@ func (s *Session) timeTravel(c *client, cmd *Command) (pe *protoError, done bool
 			s.x.mu.Lock()
 			s.x.handedOver, s.x.dirty = true, true
 			s.x.mu.Unlock()
+			s.dropImages()
 		}
 	}
 	if rv == nil {
@@ -349,7 +393,7 @@ func (s *Session) seek(target int64) *protoError {
 		s.broadcastTimeline()
 		return nil
 	}
-	// Backward: a new replay from the start.
+	// Backward: from the nearest image at or before target.
 	view, st, dir, err := s.buildView(rv.log, target)
 	if err != nil {
 		return perr(CodeInternal, "seek: cannot replay the run to step %d: %v", target, err)
@@ -381,8 +425,11 @@ func (s *Session) endReview() {
 }
 
 // closeReview closes the paused present of a session that ends while its
-// viewers look at the past (session.close closes the view itself).
+// viewers look at the past (session.close closes the view itself), and the
+// session's images. It may be called more than once.
 func (s *Session) closeReview() {
+	s.dropImages()
+	s.x.captureWG.Wait()
 	rv := s.x.review
 	if rv == nil {
 		return
@@ -391,18 +438,68 @@ func (s *Session) closeReview() {
 	_ = rv.head.Close()
 }
 
-// buildView replays the session's run to step in a directory of its own.
+// buildView makes a Stepper of the session's run at step, in a directory
+// of its own: a fork of the nearest image at or before step stepped on to
+// it, or (before the first image) a replay from step 0.
 func (s *Session) buildView(log []engine.LoggedCommand, step int64) (Engine, *engine.Stepper, string, error) {
 	dir := filepath.Join(s.run.DataDir, fmt.Sprintf("view-%d", s.x.views.Add(1)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, "", fmt.Errorf("create view directory: %w", err)
 	}
-	st, err := replayStepper(s.run.Spec, dir, log, step, nil)
+	st, err := s.stepperAt(dir, log, step)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, "", err
 	}
 	return &driverEngine{st: st, factor: 1}, st, dir, nil
+}
+
+// stepperAt returns a paused Stepper of the session's run at step, in dir.
+func (s *Session) stepperAt(dir string, log []engine.LoggedCommand, step int64) (*engine.Stepper, error) {
+	img := s.x.imageAt(step)
+	if img == nil {
+		s.x.mu.Lock()
+		noZero := s.x.noZero
+		s.x.mu.Unlock()
+		if noZero {
+			return nil, fmt.Errorf("%w: this run's timeline starts where it was copied from a full-speed run; choose a later step", ErrRefused)
+		}
+		return replayStepper(s.run.Spec, dir, log, step, nil)
+	}
+	st, err := img.fork(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := advanceFrom(st, log, img.cmds, step); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if err := st.SetSpeed(TeachingPace); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// advanceFrom moves st, whose command log holds the first applied
+// commands of log, to step to, applying the rest of log up to to at their
+// steps.
+func advanceFrom(st *engine.Stepper, log []engine.LoggedCommand, applied int, to int64) error {
+	var cmds []engine.LoggedCommand
+	if applied < len(log) {
+		for _, lc := range log[applied:] {
+			if lc.Step <= to {
+				cmds = append(cmds, lc)
+			}
+		}
+	}
+	if err := st.Replay(cmds); err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if now, _ := st.Position(); to > now {
+		st.Steps(int(to - now))
+	}
+	return nil
 }
 
 // replayStepper starts a Stepper of spec in dir and replays log up to step
@@ -461,42 +558,93 @@ func advance(st *engine.Stepper, log []engine.LoggedCommand, from, to int64) err
 	return nil
 }
 
-// fork copies the run, up to now (or args.step, or the step being looked
-// at), into a new session of the connection's own, and tells the client its
-// id in the ack. The new session plays on if the original was playing.
+// fork copies the run into a new session of the connection's own, and
+// tells the client its id in the ack: the present as it stands (in any
+// mode: engine.Fork), the step being looked at ("fork here"), or args.step
+// of a teaching-mode run. The new session plays on if the original was
+// playing at the present.
 func (s *Session) fork(c *client, cmd *Command) *protoError {
-	if pe := s.replayable(); pe != nil {
-		return perr(pe.Code, "fork: %s", pe.Message)
-	}
 	var (
-		log     []engine.LoggedCommand
-		head    int64
+		source  func(dir string) (*engine.Stepper, error)
+		step    int64
 		playing bool
 	)
 	target := cmd.Target
+	s.x.mu.Lock()
+	noZero := s.x.noZero || s.x.handedOver || s.run.Driver == DriverLive
+	s.x.mu.Unlock()
 	if rv := s.x.review; rv != nil {
-		log, head = rv.log, rv.headStep
-		if target < 0 {
-			target = rv.at // fork here
+		step = rv.at
+		if target >= 0 && target != rv.at {
+			step = min(target, rv.headStep)
+		}
+		if step == rv.at {
+			source = func(dir string) (*engine.Stepper, error) { return rv.st.Fork(engine.Options{Dir: dir}) }
+		} else {
+			log := rv.log
+			source = func(dir string) (*engine.Stepper, error) { return s.stepperAt(dir, log, step) }
 		}
 	} else {
-		snap := s.engine().Snapshot()
-		log, head, playing = snap.Commands, snap.Step, !snap.Paused
+		head := s.engine()
+		fk, ok := head.(Forker)
+		if !ok {
+			return perr(CodeRefused, "fork: this engine cannot be copied")
+		}
+		snap := head.Snapshot()
+		step, playing = snap.Step, !snap.Paused
+		if target >= 0 && target < snap.Step {
+			if pe := s.replayable(); pe != nil {
+				return perr(pe.Code, "fork at step %d: %s", target, pe.Message)
+			}
+			step, playing = target, false
+			log := snap.Commands
+			source = func(dir string) (*engine.Stepper, error) { return s.stepperAt(dir, log, step) }
+		} else {
+			source = fk.ForkStepper
+		}
 	}
-	if target < 0 || target > head {
-		target = head
-	}
-	plan := &replayPlan{log: log, step: target, play: playing && target == head}
-	run := RunConfig{Spec: s.run.Spec.Clone(), Driver: DriverStepper, from: plan}
+	run := RunConfig{Spec: s.run.Spec.Clone(), Driver: DriverStepper,
+		Start: func(_ context.Context, r RunConfig) (Engine, error) {
+			st, err := source(r.DataDir)
+			if err != nil {
+				return nil, err
+			}
+			if err := st.SetSpeed(TeachingPace); err != nil {
+				_ = st.Close()
+				return nil, err
+			}
+			e := &driverEngine{st: st, factor: 1}
+			if playing {
+				_ = e.Resume()
+			}
+			return e, nil
+		}}
 	ns, pe := s.srv.createSession(KindFork, s.Template, run)
 	if pe != nil {
 		return perr(pe.Code, "fork: %s", pe.Message)
 	}
+	// A reset of the fork starts its job afresh, as a sandbox's does.
+	ns.run.Start = nil
+	var markers []Marker
+	s.x.mu.Lock()
+	for _, m := range s.x.markers {
+		if m.Step <= step && !noZero {
+			markers = append(markers, m)
+		}
+	}
+	s.x.mu.Unlock()
+	if noZero {
+		// Copied from a full-speed run: the fork's own steps start at 0.
+		step = 0
+	}
 	ns.x.mu.Lock()
-	ns.x.markers, ns.x.headStep, ns.x.dirty = plan.markers, target, true
+	ns.x.markers, ns.x.headStep, ns.x.noZero, ns.x.dirty = markers, step, noZero, true
 	ns.x.mu.Unlock()
-	s.srv.log.Info("session forked", "from", s.ID, "session", ns.ID, "step", target)
-	c.forked = &forkResult{session: ns.ID, step: target}
+	if noZero {
+		ns.keepImage() // its timeline starts here
+	}
+	s.srv.log.Info("session forked", "from", s.ID, "session", ns.ID, "step", step)
+	c.forked = &forkResult{session: ns.ID, step: step}
 	return nil
 }
 
