@@ -47,11 +47,23 @@ type Scenario struct {
 	Format   string `json:"format"`
 	Version  int    `json:"version"`
 	Template string `json:"template"`
+	// Lesson and Job name a lesson's job instead of a template (a lesson
+	// run, or a copy of one); Settings are then empty.
+	Lesson string `json:"lesson,omitempty"`
+	Job    string `json:"job,omitempty"`
 	// Settings are the sandbox settings as /ws?template= takes them.
 	Settings map[string]string      `json:"settings"`
 	Seed     int64                  `json:"seed"`
 	Step     int64                  `json:"step"`
 	Commands []engine.LoggedCommand `json:"commands"`
+}
+
+// name names the scenario's job in file names.
+func (sc Scenario) name() string {
+	if sc.Lesson != "" {
+		return "lesson-" + sc.Lesson
+	}
+	return sc.Template
 }
 
 // settingsFromSpec recovers the sandbox settings that build spec from
@@ -106,10 +118,6 @@ func (srv *Server) scenarioOf(s *Session) (Scenario, *protoError) {
 	if pe := s.fromZero(); pe != nil {
 		return Scenario{}, pe
 	}
-	t, ok := Template(s.Template)
-	if !ok {
-		return Scenario{}, perr(CodeRefused, "only sandbox and classroom runs can be shared as a scenario; a lesson is shared by its own address")
-	}
 	var (
 		log  []engine.LoggedCommand
 		step int64
@@ -124,6 +132,13 @@ func (srv *Server) scenarioOf(s *Session) (Scenario, *protoError) {
 		snap := s.engine().Snapshot()
 		log, step = snap.Commands, snap.Step
 	}
+	if slug, ok := strings.CutPrefix(s.Template, "lesson:"); ok {
+		return srv.lessonScenario(slug, s.run.Spec, log, step)
+	}
+	t, ok := Template(s.Template)
+	if !ok {
+		return Scenario{}, perr(CodeRefused, "only sandbox, classroom and lesson runs can be shared as a scenario")
+	}
 	q, err := settingsFromSpec(t, s.run.Spec)
 	if err != nil {
 		return Scenario{}, perr(CodeRefused, "%s", strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
@@ -132,12 +147,71 @@ func (srv *Server) scenarioOf(s *Session) (Scenario, *protoError) {
 	for k := range q {
 		sc.Settings[k] = q.Get(k)
 	}
+	sc.Commands = commandsUpTo(log, step)
+	return sc, nil
+}
+
+func commandsUpTo(log []engine.LoggedCommand, step int64) []engine.LoggedCommand {
+	out := []engine.LoggedCommand{}
 	for _, lc := range log {
 		if lc.Step <= step {
-			sc.Commands = append(sc.Commands, lc)
+			out = append(out, lc)
 		}
 	}
-	return sc, nil
+	return out
+}
+
+// lessonScenario describes a lesson run (or a copy of one): the lesson's
+// job that spec is (with any seed), the seed, and the command log.
+func (srv *Server) lessonScenario(slug string, spec *engine.JobSpec, log []engine.LoggedCommand, step int64) (Scenario, *protoError) {
+	l, ok := srv.cfg.Lessons.Lesson(slug)
+	if !ok {
+		return Scenario{}, perr(CodeRefused, "lesson %q is not on this server any more; its run cannot be shared", slug)
+	}
+	norm := func(sp *engine.JobSpec) []byte {
+		c := sp.Clone()
+		c.Seed = 0
+		b, _ := json.Marshal(c)
+		return b
+	}
+	want := norm(spec)
+	for _, name := range l.JobNames() {
+		js, err := l.Job(name)
+		if err != nil || !bytes.Equal(norm(js), want) {
+			continue
+		}
+		return Scenario{Format: ScenarioFormat, Version: ScenarioVersion, Lesson: slug, Job: name, Settings: map[string]string{},
+			Seed: spec.Seed, Step: step, Commands: commandsUpTo(log, step)}, nil
+	}
+	return Scenario{}, perr(CodeRefused, "this run's job is none of lesson %s's jobs (%s); it cannot be shared as a scenario", slug, strings.Join(l.JobNames(), ", "))
+}
+
+// scenarioRun checks a scenario and returns the run that replays it and
+// the template its session shows (a lesson's: "lesson:SLUG").
+func (srv *Server) scenarioRun(sc Scenario) (RunConfig, string, *protoError) {
+	if sc.Lesson == "" {
+		run, pe := runOf(sc)
+		return run, sc.Template, pe
+	}
+	if sc.Format != ScenarioFormat || sc.Version != ScenarioVersion {
+		return RunConfig{}, "", perr(CodeBadArgs, "this is not a StateLab scenario (format %q version %d); export one from a live view", sc.Format, sc.Version)
+	}
+	if sc.Template != "" || len(sc.Settings) > 0 {
+		return RunConfig{}, "", perr(CodeBadArgs, "a lesson's scenario names its lesson and job, not a template or settings")
+	}
+	l, ok := srv.cfg.Lessons.Lesson(sc.Lesson)
+	if !ok {
+		return RunConfig{}, "", perr(CodeUnknownJob, "there is no lesson %q; see /lessons for the list", sc.Lesson)
+	}
+	spec, err := l.Job(sc.Job)
+	if err != nil {
+		return RunConfig{}, "", perr(CodeBadArgs, "%v", err)
+	}
+	spec.Seed = sc.Seed
+	if pe := checkScenarioCommands(sc); pe != nil {
+		return RunConfig{}, "", pe
+	}
+	return RunConfig{Spec: spec, Driver: DriverStepper, from: &replayPlan{log: sc.Commands, step: sc.Step}}, "lesson:" + sc.Lesson, nil
 }
 
 var engineCommandNames = map[string]bool{
@@ -169,28 +243,36 @@ func runOf(sc Scenario) (RunConfig, *protoError) {
 	if err != nil {
 		return RunConfig{}, perr(CodeBadArgs, "scenario settings: %s", strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": "))
 	}
+	if pe := checkScenarioCommands(sc); pe != nil {
+		return RunConfig{}, pe
+	}
+	return RunConfig{Spec: spec, Driver: DriverStepper, from: &replayPlan{log: sc.Commands, step: sc.Step}}, nil
+}
+
+// checkScenarioCommands checks a scenario's step and commands.
+func checkScenarioCommands(sc Scenario) *protoError {
 	if sc.Step < 0 || sc.Step > maxReplaySteps {
-		return RunConfig{}, perr(CodeBadArgs, "the scenario's step %d is outside 0..%d", sc.Step, maxReplaySteps)
+		return perr(CodeBadArgs, "the scenario's step %d is outside 0..%d", sc.Step, maxReplaySteps)
 	}
 	if len(sc.Commands) > maxScenarioCommands {
-		return RunConfig{}, perr(CodeBadArgs, "the scenario has %d commands; at most %d replay", len(sc.Commands), maxScenarioCommands)
+		return perr(CodeBadArgs, "the scenario has %d commands; at most %d replay", len(sc.Commands), maxScenarioCommands)
 	}
 	prev := int64(0)
 	for i, lc := range sc.Commands {
 		c := lc.Command
 		switch {
 		case !engineCommandNames[c.Name]:
-			return RunConfig{}, perr(CodeBadArgs, "scenario command %d: %q is not a command the engine logs", i, c.Name)
+			return perr(CodeBadArgs, "scenario command %d: %q is not a command the engine logs", i, c.Name)
 		case lc.Step < prev || lc.Step > sc.Step:
-			return RunConfig{}, perr(CodeBadArgs, "scenario command %d: step %d is out of order (commands go in step order, up to the scenario's step %d)", i, lc.Step, sc.Step)
+			return perr(CodeBadArgs, "scenario command %d: step %d is out of order (commands go in step order, up to the scenario's step %d)", i, lc.Step, sc.Step)
 		case utf8.RuneCountInString(c.Text) > maxInjectText || len(c.Task)+len(c.TaskManager)+len(c.Operator)+len(lc.Error) > 4096:
-			return RunConfig{}, perr(CodeBadArgs, "scenario command %d is too long", i)
+			return perr(CodeBadArgs, "scenario command %d is too long", i)
 		case c.Parallelism < 0 || c.Parallelism > 32768 || c.Slots < 0 || c.Slots > maxSandboxSlots:
-			return RunConfig{}, perr(CodeBadArgs, "scenario command %d: a number is out of range", i)
+			return perr(CodeBadArgs, "scenario command %d: a number is out of range", i)
 		}
 		prev = lc.Step
 	}
-	return RunConfig{Spec: spec, Driver: DriverStepper, from: &replayPlan{log: sc.Commands, step: sc.Step}}, nil
+	return nil
 }
 
 // ShareLink encodes a scenario into a link's query value.
@@ -267,7 +349,7 @@ func (srv *Server) handleScenario(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, apiError{pe.Code, pe.Message})
 		return
 	}
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="statelab-%s-seed%d-step%d.json"`, sc.Template, sc.Seed, sc.Step))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="statelab-%s-seed%d-step%d.json"`, sc.name(), sc.Seed, sc.Step))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
@@ -301,11 +383,11 @@ func (srv *Server) handleShare(w http.ResponseWriter, r *http.Request) {
 
 // replaySession starts a session replaying sc.
 func (srv *Server) replaySession(sc Scenario) (*Session, *protoError) {
-	run, pe := runOf(sc)
+	run, template, pe := srv.scenarioRun(sc)
 	if pe != nil {
 		return nil, pe
 	}
-	s, pe := srv.createSession(KindReplay, sc.Template, run)
+	s, pe := srv.createSession(KindReplay, template, run)
 	if pe != nil {
 		return nil, pe
 	}
@@ -380,7 +462,7 @@ func (srv *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, apiError{pe.Code, pe.Message})
 		return
 	}
-	run, pe := runOf(sc)
+	run, _, pe := srv.scenarioRun(sc)
 	if pe != nil {
 		writeJSON(w, http.StatusConflict, apiError{pe.Code, pe.Message})
 		return
@@ -404,7 +486,7 @@ func (srv *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="statelab-%s-seed%d-step%d-events.%s"`, sc.Template, sc.Seed, sc.Step, ext))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="statelab-%s-seed%d-step%d-events.%s"`, sc.name(), sc.Seed, sc.Step, ext))
 	bw := bufio.NewWriterSize(w, 64<<10)
 	write := eventWriter(bw, format)
 	st, err := replayStepper(run.Spec, dir, run.from.log, run.from.step, write)
