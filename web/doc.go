@@ -55,13 +55,20 @@
 //     join code and presenter token; /ws?classroom=CODE&token=T controls
 //     it, /ws?classroom=CODE follows it (Role: control commands refused
 //     with "forbidden"; fork allowed).
-//  2. A teaching-mode run is replayable: spec + seed + command log give the
-//     same run, event for event. seek shows step N by replaying it in a
-//     second Stepper while the present waits; fork replays it into a new
-//     session; a scenario (template, settings, seed, log, step) and its
-//     share link replay it anywhere; the event log export replays it too.
-//  3. A run that went to the Live driver is no longer replayable: seek,
-//     fork and sharing refuse it and say why.
+//  2. fork copies the running job (engine.Fork) into a new session, in
+//     either mode: the present, the step being looked at, or a step of a
+//     teaching-mode run. Forks have their own cap (Config.MaxForks) and a
+//     shorter idle timeout (forks.go).
+//  3. A teaching-mode run is replayable: spec + seed + command log give the
+//     same run, event for event. While it plays the session keeps images
+//     (forks of its Stepper every imageEvery steps, images.go); seek shows
+//     step N in a fork of the nearest image at or before N stepped on to N,
+//     while the present waits. A scenario (template and settings, or lesson
+//     and job; seed, log, step) and its share link replay it from step 0
+//     anywhere; the event log export replays it too.
+//  4. A run that went to the Live driver has no steps to go back to: seek
+//     and sharing refuse it and say why; a fork of it is a teaching-mode run
+//     whose own timeline starts at the fork (it seeks, it does not share).
 //
 // Package direction: web imports engine, rescale, static, and for those two
 // pages attach, bench and docs, never the reverse; cmd/statelab wires it up
