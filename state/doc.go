@@ -66,6 +66,8 @@
 //  3. Before each record, call SetCurrentKey(serialized key, key group). The
 //     key group must lie in the backend's range (compute it with rescale,
 //     e.g. rescale.KeyGroupForString). Handles read and write that key only.
+//     A string key may be given as SetCurrentKeyString(key, key group): the
+//     memory backends then keep that string as the table key, with no copy.
 //  4. At a checkpoint barrier, before processing the next record, call
 //     Snapshot(target, storage): it returns a KeyedStateHandle already
 //     durable in storage. Or split it as Flink does: StartSnapshot at the
