@@ -19,8 +19,12 @@ import (
 func BenchmarkEngineWordCount(b *testing.B) {
 	words := Workload{Seed: 1, Records: benchWords(), Keys: 10_000}.Words()
 	truth := Count(words)
+	ps := []int{1, 2}
+	if os.Getenv("STATELAB_PROFILE_P") == "4" {
+		ps = []int{4}
+	}
 	for _, kind := range []state.BackendKind{state.Memory, state.Pebble} {
-		for _, p := range []int{1, 2} {
+		for _, p := range ps {
 			b.Run(string(kind)+"-p"+string(rune('0'+p)), func(b *testing.B) {
 				for b.Loop() {
 					dir := b.TempDir()
@@ -172,4 +176,36 @@ func TestProfileIncrementalCheckpoints(t *testing.T) {
 		line += fmt.Sprintf(" %.1f%%", 100*float64(r.IncrementalBytes)/float64(r.FullBytes))
 	}
 	t.Logf("%d keys, %d rounds: mean %.1f %% of full; rounds:%s", keys, rounds, 100*sum/sumFull, line)
+}
+
+// TestProfilePebble prints the engine's pebble word count beside the bare
+// Pebble loop, interleaved (STATELAB_PROFILE=1).
+func TestProfilePebble(t *testing.T) {
+	if os.Getenv("STATELAB_PROFILE") == "" {
+		t.Skip("set STATELAB_PROFILE=1")
+	}
+	words := Workload{Seed: 1, Records: 1_000_000, Keys: 10_000}.Words()
+	truth := Count(words)
+	ps := []int{1, 2}
+	if os.Getenv("STATELAB_PROFILE_P") == "4" {
+		ps = []int{4}
+	}
+	for _, p := range ps {
+		for range 3 {
+			c0 := cpuNow()
+			res, err := RunEngineWordCount(context.Background(), EngineRun{Words: words, Backend: state.Pebble, Parallelism: p,
+				MaxParallelism: 128, Dir: t.TempDir(), Truth: truth, Light: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c1 := cpuNow()
+			b, err := CountWithBarePebbleParallel(words, p, 128, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c2 := cpuNow()
+			t.Logf("p%d engine %v (%.0f k/s; cpu incl. setup %v)  bare %v (%.0f k/s; cpu incl. setup %v) ratio %.2f", p, res.Elapsed.Round(time.Millisecond), Rate(len(words), res.Elapsed)/1e3, (c1 - c0).Round(time.Millisecond),
+				b.Elapsed.Round(time.Millisecond), Rate(len(words), b.Elapsed)/1e3, (c2 - c1).Round(time.Millisecond), b.Elapsed.Seconds()/res.Elapsed.Seconds())
+		}
+	}
 }
