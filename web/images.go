@@ -141,7 +141,11 @@ func (s *Session) captureImage(epoch int64) {
 	}
 	x.images = append(x.images[:i], append([]*image{img}, x.images[i:]...)...)
 	var evicted []*image
-	for len(x.images) > maxImages {
+	limit := maxImages
+	if s.Kind == KindFork {
+		limit = maxForkImages
+	}
+	for len(x.images) > limit {
 		evicted = append(evicted, x.thinLocked())
 	}
 	// The present may have moved on while this one was taken.

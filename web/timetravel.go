@@ -48,6 +48,7 @@ const (
 	heavyBurst     = 8
 	imageEvery     = 2000 // steps between two images of a playing run
 	maxImages      = 24   // images kept per session
+	maxForkImages  = 6    // per fork: a class of 60 forks must stay bounded
 )
 
 // Marker is a point of interest on the timeline.

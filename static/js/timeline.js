@@ -70,7 +70,8 @@ export class Timeline {
     this.el.classList.toggle('viewing', this.viewing());
     // A classroom follower sees the timeline but may not move it.
     this.range.disabled = !ok || this.readOnly;
-    this.forkBtn.disabled = !ok;
+    // A fork copies the run in either mode: at full speed, the present.
+    this.forkBtn.disabled = !snap;
     this.present.disabled = !this.viewing() || this.readOnly;
     text(this.reason, ok ? '' : (this.tl.reason || ''));
     const head = this.head();
@@ -129,7 +130,8 @@ export class Timeline {
   }
 
   forkHere() {
-    const args = this.viewing() ? {} : { step: Number(this.range.value) };
+    const ok = this.tl.replayable && this.model.snap?.driver !== 'live';
+    const args = this.viewing() || !ok ? {} : { step: Number(this.range.value) };
     this.send('fork', args).then((ack) => {
       this.toast(t('toast.forked', { step: ack.step }));
       this.onFork?.(ack.session);
