@@ -165,7 +165,7 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 		toSink[i] = make(chan *sinkBatch, 16)
 	}
 	maps := make([][]map[string]int64, parallelism)
-	sunk := make([][]sinkRecord, parallelism)
+	sunk := make([][][]sinkRecord, parallelism)
 
 	start := time.Now()
 	var sinks, counters, sources sync.WaitGroup
@@ -173,13 +173,21 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 		sinks.Add(1)
 		go func() {
 			defer sinks.Done()
-			var kept []sinkRecord
+			// Kept in fixed chunks, as the engine's sink store keeps its
+			// output, so neither copies what it holds when it grows.
+			var chunks [][]sinkRecord
 			for b := range toSink[d] {
-				kept = append(kept, b.recs...)
+				for _, r := range b.recs {
+					if len(chunks) == 0 || len(chunks[len(chunks)-1]) == cap(chunks[len(chunks)-1]) {
+						chunks = append(chunks, make([]sinkRecord, 0, 8192))
+					}
+					last := &chunks[len(chunks)-1]
+					*last = append(*last, r)
+				}
 				b.recs = b.recs[:0]
 				sinkPool.Put(b)
 			}
-			sunk[d] = kept
+			sunk[d] = chunks
 		}()
 		counters.Add(1)
 		go func() {
@@ -240,8 +248,7 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 			pending := make([]*recordBatch, parallelism)
 			for lb := range toTokenizer[s] {
 				for _, line := range lb.lines {
-					for _, w := range strings.Fields(line) {
-						w = strings.ToLower(w)
+					for w := range words(line) {
 						kg := rescale.KeyGroupForString(w, maxParallelism)
 						d := rescale.OperatorIndexForKeyGroup(maxParallelism, parallelism, kg)
 						b := pending[d]
@@ -283,8 +290,34 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 			}
 		}
 	}
-	for _, s := range sunk {
-		res.SinkRecords += len(s)
+	for _, chunks := range sunk {
+		for _, c := range chunks {
+			res.SinkRecords += len(c)
+		}
 	}
 	return res, nil
 }
+
+// words yields the words of line, lower-cased, split on ASCII white space,
+// as the engine's tokenizer splits them: substrings of the line, so a
+// lower-case word costs no allocation (strings.ToLower returns its argument
+// when there is nothing to change).
+func words(line string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for i := 0; i < len(line); {
+			for i < len(line) && isBlank(line[i]) {
+				i++
+			}
+			j := i
+			for j < len(line) && !isBlank(line[j]) {
+				j++
+			}
+			if j > i && !yield(strings.ToLower(line[i:j])) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
