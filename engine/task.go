@@ -280,6 +280,15 @@ func (t *subtask) emit(r Record) {
 	}
 }
 
+// soleForward returns the subtask's output edge when it has exactly one
+// and that edge is forward (one channel), else nil.
+func (t *subtask) soleForward() *outEdge {
+	if len(t.outs) == 1 && t.outs[0].part == Forward && len(t.outs[0].pending) == 1 {
+		return t.outs[0]
+	}
+	return nil
+}
+
 func (oe *outEdge) add(i int, r Record) {
 	b := oe.pending[i]
 	if b == nil {

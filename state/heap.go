@@ -20,6 +20,10 @@ type heapBackend struct {
 	byName map[string]stateID
 	render []entryRenderer // by id; zero until registered
 	kgs    []heapKeyGroup
+	// vals[id][kgi] is the values map of state id in key-group index kgi
+	// (nil until used): what a value lookup needs, two pointer hops fewer
+	// than through kgs and the table.
+	vals [][]map[string][]byte
 
 	// key is the current key. SetCurrentKey copies the caller's bytes into
 	// keyBuf and key views them, so a key stored in a table is cloned
@@ -223,12 +227,26 @@ func (b *heapBackend) tableAt(kgi int, id stateID, create bool) *heapTable {
 		t.maps = map[string]map[string][]byte{}
 	} else {
 		t.values = map[string][]byte{}
+		for len(b.vals) <= int(id) {
+			b.vals = append(b.vals, nil)
+		}
+		if b.vals[id] == nil {
+			b.vals[id] = make([]map[string][]byte, len(b.kgs))
+		}
+		b.vals[id][kgi] = t.values
 	}
 	g.tables[id] = t
 	return t
 }
 
 func (b *heapBackend) get(id stateID, userKey []byte) ([]byte, bool, error) {
+	if userKey == nil && b.kg >= 0 && int(id) < len(b.vals) && b.vals[id] != nil && !b.closed {
+		if m := b.vals[id][b.kgi]; m != nil {
+			v, ok := m[b.key]
+			b.cacheID, b.cacheVal, b.cacheValid = id, v, ok
+			return v, ok, nil
+		}
+	}
 	t, err := b.table(id, false)
 	if err != nil || t == nil {
 		b.cacheValid = false
@@ -529,7 +547,7 @@ func (b *heapBackend) NotifyCheckpointAborted(int64)  {}
 
 func (b *heapBackend) Close() error {
 	b.closed = true
-	b.kgs = nil
+	b.kgs, b.vals = nil, nil
 	return nil
 }
 
