@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/statelab/statelab/engine"
 )
@@ -40,6 +41,8 @@ type image struct {
 	step int64
 	cmds int // commands of the run's log it has applied
 	dir  string
+	// kept is the server's count of images, less one when this one closes.
+	kept *atomic.Int64
 
 	mu     sync.Mutex
 	st     *engine.Stepper
@@ -65,6 +68,7 @@ func (img *image) close() {
 		return
 	}
 	img.closed = true
+	img.kept.Add(-1)
 	_ = img.st.Close()
 	_ = os.RemoveAll(img.dir)
 }
@@ -145,6 +149,11 @@ func (s *Session) captureImage(epoch int64) {
 	if s.Kind == KindFork {
 		limit = maxForkImages
 	}
+	if s.srv.images.Load() > int64(s.srv.cfg.MaxImages) {
+		// Over the server's budget: this session gives two back for the
+		// one it took, down to two (the first and the newest).
+		limit = min(limit, max(2, len(x.images)-2))
+	}
 	for len(x.images) > limit {
 		evicted = append(evicted, x.thinLocked())
 	}
@@ -182,7 +191,8 @@ func (s *Session) newImage() (*image, error) {
 		return nil, err
 	}
 	step, _ := st.Position()
-	return &image{step: step, cmds: len(st.CommandLog()), dir: dir, st: st}, nil
+	s.srv.images.Add(1)
+	return &image{step: step, cmds: len(st.CommandLog()), dir: dir, st: st, kept: &s.srv.images}, nil
 }
 
 // dropImages forgets the images (the run was reset or went to full speed).

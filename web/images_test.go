@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/statelab/statelab/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -200,4 +201,52 @@ func TestForkFullSpeedClassroom(t *testing.T) {
 	rs := room.Snapshot()
 	assert.Equal(t, "live", rs.Driver)
 	assert.Equal(t, "LOST", rs.TaskManagers[1].Status)
+}
+
+// TestImagesStayWithinTheServersBudget: with a budget of 4 images, two
+// playing sessions together keep at most one over it (a session thins
+// itself by two for each new image once the server is over), each keeps
+// at least two, and a seek in either still equals a replay from step 0.
+func TestImagesStayWithinTheServersBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays two runs of 20000 steps")
+	}
+	ts := newRealServer(t, func(c *Config) { c.MaxImages = 4 })
+	type run struct {
+		c *websocket.Conn
+		s *Session
+	}
+	var runs []run
+	for i := range 2 {
+		c := ts.dial("template=wordcount&seed="+itoa(int64(i+3))+"&interval=200ms", nil)
+		id := readUntil(t, c, "snapshot", "")["session"].(string)
+		s, _ := ts.srv.Session(id)
+		runs = append(runs, run{c, s})
+	}
+	for n := 0; n < 10; n++ {
+		for _, r := range runs {
+			send(t, r.c, `{"type":"command","id":"s","name":"step","args":{"count":`+itoa(imageEvery)+`}}`)
+			require.Equal(t, "ack", reply(t, r.c, "s")["type"])
+			want := min(n+1, 2)
+			eventually(t, 10*time.Second, func() bool { return len(r.s.Images()) >= want }, "images of a playing run")
+		}
+		assert.LessOrEqual(t, ts.srv.images.Load(), int64(4+1), "after round %d: the server's images stay within the budget", n)
+	}
+	total := 0
+	for _, r := range runs {
+		imgs := r.s.Images()
+		assert.GreaterOrEqual(t, len(imgs), 2, "a session keeps two images however tight the budget")
+		total += len(imgs)
+		head := r.s.Snapshot()
+		target := head.Step - 3*imageEvery - 17
+		dir := t.TempDir()
+		a, err := r.s.stepperAt(filepath.Join(dir, "a"), head.Commands, target)
+		require.NoError(t, err)
+		b, err := replayStepper(r.s.run.Spec, filepath.Join(dir, "b"), head.Commands, target, nil)
+		require.NoError(t, err)
+		assert.True(t, sameAt(b.Snapshot(), a.Snapshot()), "%v", diffAt(b.Snapshot(), a.Snapshot()))
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	}
+	assert.EqualValues(t, total, ts.srv.images.Load(), "the server's count is the sessions' images")
 }

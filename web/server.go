@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -39,6 +40,12 @@ type Config struct {
 	// following gives the place back soon).
 	MaxForks        int
 	ForkIdleTimeout time.Duration
+	// MaxImages caps the images time travel keeps over all sessions
+	// (default 64; images.go): each is a paused copy of a run, a few MB for
+	// a long one. Past the cap a session keeps taking images but thins its
+	// own down towards two, so seeks stay cheap and memory stays bounded
+	// however many sessions and forks play.
+	MaxImages int
 	// IdleTimeout closes a session nobody has watched for this long
 	// (default 10 minutes).
 	IdleTimeout time.Duration
@@ -99,6 +106,7 @@ func (c *Config) setDefaults() error {
 	}
 	def(&c.MaxSessions, 32)
 	def(&c.MaxForks, defaultMaxForks)
+	def(&c.MaxImages, 64)
 	defD(&c.ForkIdleTimeout, defaultForkIdle)
 	def(&c.SendBuffer, 64)
 	def(&c.EventBuffer, 8192)
@@ -151,6 +159,8 @@ type Server struct {
 	mux      *http.ServeMux
 	// ext holds the classrooms and share exports (classroom.go, share.go).
 	ext serverExt
+	// images counts the images kept by every session (images.go).
+	images atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc

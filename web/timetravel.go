@@ -47,7 +47,7 @@ const (
 	heavyRate      = 4 // seeks and forks per second per connection (burst heavyBurst)
 	heavyBurst     = 8
 	imageEvery     = 2000 // steps between two images of a playing run
-	maxImages      = 24   // images kept per session
+	maxImages      = 16   // images kept per session (Config.MaxImages bounds them all)
 	maxForkImages  = 6    // per fork: a class of 60 forks must stay bounded
 )
 
