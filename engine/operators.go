@@ -327,8 +327,8 @@ func (a *keyedAggregate) open(t *subtask, _ *restoreSpec, _ *RestoreInfo) error 
 
 func (a *keyedAggregate) process(t *subtask, _ int, recs []Record) error {
 	var ups []StateUpdate
-	for _, r := range recs {
-		kg, err := t.setKey(r.Key)
+	for i, r := range recs {
+		kg, err := t.setKeyOf(recs, i)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/rescale"
 )
 
 // clickSpec is the Operations Playground's click event count: clicks on 6
@@ -178,3 +180,43 @@ func TestUnionListState(t *testing.T) {
 }
 
 var _ = time.Second
+
+// A hash edge carries the key group it computed for each record in the
+// batch (batch.kgs), and the keyed count downstream uses it: every batch on
+// tokenizer -> count has one key group per record, each the one Flink's
+// KeyGroupForString gives and inside the receiving subtask's range, and
+// forward edges carry none. A wrong key group would put the count in the
+// wrong key group (or fail the subtask), which the run's exactly-once
+// comparison below would show.
+func TestHashEdgeCarriesKeyGroups(t *testing.T) {
+	s, _ := newTestStepper(t, wordCount(400, 2, 3, 16))
+	checked := 0
+	for i := 0; i < 400 && s.Step(); i++ {
+		for _, ch := range s.c.ex.channels {
+			ch.mu.Lock()
+			for _, e := range ch.q[ch.qh:] {
+				if e.kind != elemRecords {
+					continue
+				}
+				if ch.from.op.spec.ID != "tokenizer" {
+					assert.Empty(t, e.batch.kgs, ch.name)
+					continue
+				}
+				require.Len(t, e.batch.kgs, len(e.batch.recs), ch.name)
+				r := ch.to.op.keyGroupRange(ch.to.index)
+				for j, rec := range e.batch.recs {
+					kg := int(e.batch.kgs[j])
+					assert.Equal(t, rescale.KeyGroupForString(rec.Key, 16), kg, rec.Key)
+					assert.True(t, r.Contains(kg), "%s: key group %d outside %v", ch.name, kg, r)
+					checked++
+				}
+			}
+			ch.mu.Unlock()
+		}
+	}
+	require.Positive(t, checked)
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.True(t, cmp[0].ExactlyOnce)
+}

@@ -55,6 +55,11 @@ type element struct {
 // buffers. Batches are pooled: the receiver releases a batch it has consumed.
 type batch struct {
 	recs []Record
+	// kgs holds each record's key group when the batch crossed a hash
+	// edge, which computed them to route the records (len(kgs) ==
+	// len(recs)); the keyed operator downstream takes them instead of
+	// hashing each key again. Empty on other edges.
+	kgs []int32
 }
 
 var batchPool = sync.Pool{New: func() any { return &batch{recs: make([]Record, 0, 64)} }}
@@ -66,7 +71,7 @@ func (b *batch) release() {
 		return
 	}
 	clear(b.recs)
-	b.recs = b.recs[:0]
+	b.recs, b.kgs = b.recs[:0], b.kgs[:0]
 	batchPool.Put(b)
 }
 

@@ -145,11 +145,14 @@ type subtask struct {
 	recordsOut atomic.Int64
 	// emitted counts records emitted since the last flush, which adds them
 	// to recordsOut: one atomic add per batch, not per record.
-	emitted  int64
-	updates  int64 // keyed state writes since the last snapshot
-	failure  atomic.Pointer[string]
-	finished bool
-	pollSeq  int64
+	emitted int64
+	// inKeyGroups are the key groups of the records being processed, when
+	// they came over a hash edge (batch.kgs); nil otherwise.
+	inKeyGroups []int32
+	updates     int64 // keyed state writes since the last snapshot
+	failure     atomic.Pointer[string]
+	finished    bool
+	pollSeq     int64
 	// pendingRestore is handed to the subtask when it is deployed.
 	pendingRestore *restoreSpec
 	closed         bool
@@ -271,7 +274,8 @@ func (t *subtask) emit(r Record) {
 			}
 		case Hash:
 			kg := rescale.KeyGroupForString(r.Key, oe.down.maxPar)
-			oe.add(rescale.OperatorIndexForKeyGroup(oe.down.maxPar, oe.down.parallelism, kg), r)
+			b := oe.add(rescale.OperatorIndexForKeyGroup(oe.down.maxPar, oe.down.parallelism, kg), r)
+			b.kgs = append(b.kgs, int32(kg))
 		case Broadcast:
 			for i := range oe.chans {
 				oe.add(i, r)
@@ -289,13 +293,14 @@ func (t *subtask) soleForward() *outEdge {
 	return nil
 }
 
-func (oe *outEdge) add(i int, r Record) {
+func (oe *outEdge) add(i int, r Record) *batch {
 	b := oe.pending[i]
 	if b == nil {
 		b = newBatch()
 		oe.pending[i] = b
 	}
 	b.recs = append(b.recs, r)
+	return b
 }
 
 // flush moves the batches being filled into the outbox, so that any element
@@ -344,7 +349,11 @@ func (t *subtask) handleElement(in int, e element) error {
 			t.event(Event{Kind: EvRecordsReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: edgeRef(ch.edge), Records: n,
 				Message: fmt.Sprintf("%s processed %d records from %s", t.name, n, ch.from.name)})
 		}
+		if len(e.batch.kgs) == n {
+			t.inKeyGroups = e.batch.kgs
+		}
 		err := t.fn.process(t, t.inputIndexOfEdge(in), e.batch.recs)
+		t.inKeyGroups = nil
 		e.batch.release()
 		if err != nil {
 			return err
@@ -736,7 +745,20 @@ func operatorStateStrings(o *state.OperatorBackend) map[string][]string {
 
 // setKey scopes keyed state to r's key.
 func (t *subtask) setKey(key string) (int, error) {
-	kg := rescale.KeyGroupForString(key, t.op.maxPar)
+	return t.setKeyGroup(key, rescale.KeyGroupForString(key, t.op.maxPar))
+}
+
+// setKeyOf scopes keyed state to the key of recs[i], the records being
+// processed: with the key group the hash edge computed for it when there
+// is one (inKeyGroups), else computed here.
+func (t *subtask) setKeyOf(recs []Record, i int) (int, error) {
+	if len(t.inKeyGroups) == len(recs) {
+		return t.setKeyGroup(recs[i].Key, int(t.inKeyGroups[i]))
+	}
+	return t.setKey(recs[i].Key)
+}
+
+func (t *subtask) setKeyGroup(key string, kg int) (int, error) {
 	if err := t.keyed.SetCurrentKeyString(key, kg); err != nil {
 		return kg, fmt.Errorf("set key %q (key group %d): %w", key, kg, err)
 	}
