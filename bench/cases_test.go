@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"path/filepath"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -194,5 +197,72 @@ func TestBarePebbleParallelCountsLikeTheGroundTruth(t *testing.T) {
 		res, err := CountWithBarePebbleParallel(words, p, 128, t.TempDir())
 		require.NoError(t, err)
 		assert.NoError(t, DiffCounts(res.Counts, Count(words)), "p=%d", p)
+	}
+}
+
+// Every new database must hold exactly the keys its subtask owns, with the
+// values they were written with, under both schemes. The owners are worked
+// out here from Flink's rules key by key: key group → operator index for
+// key groups, Java hashCode mod parallelism (non-negative) for the naive
+// scheme.
+func TestRescaleBenchNewDatabasesHoldExactlyTheirKeys(t *testing.T) {
+	const keys, from, to = 500, 2, 3
+	rb, err := NewRescaleBench(keys, from, t.TempDir())
+	require.NoError(t, err)
+	defer rb.Close()
+	maxP := rescale.DefaultMaxParallelism(from)
+
+	want := map[string][]map[string]uint64{SchemeKeyGroups: make([]map[string]uint64, to), SchemeNaive: make([]map[string]uint64, to)}
+	for _, s := range want {
+		for i := range s {
+			s[i] = map[string]uint64{}
+		}
+	}
+	for n := range keys {
+		name := KeyName(n)
+		h := rescale.JavaStringHashCode(name)
+		want[SchemeKeyGroups][rescale.OperatorIndexForKeyGroup(maxP, to, rescale.KeyGroupForKeyHash(h, maxP))][name] = uint64(n)
+		naive := int(h % to)
+		if naive < 0 {
+			naive += to
+		}
+		want[SchemeNaive][naive][name] = uint64(n)
+	}
+
+	got := map[string][]map[string]uint64{}
+	var prevKey []byte
+	rb.inspect = func(scheme string, i int, db *pebble.DB) error {
+		if got[scheme] == nil {
+			got[scheme] = make([]map[string]uint64, to)
+		}
+		got[scheme][i] = map[string]uint64{}
+		it, err := db.NewIter(nil)
+		if err != nil {
+			return err
+		}
+		prevKey = nil
+		for it.First(); it.Valid(); it.Next() {
+			assert.Positive(t, bytes.Compare(it.Key(), prevKey), "keys in order")
+			prevKey = append(prevKey[:0], it.Key()...)
+			name, err := decodeStateKey(it.Key())
+			if err != nil {
+				it.Close()
+				return err
+			}
+			// The key carries the key group it was written under.
+			assert.Equal(t, rescale.KeyGroupForString(name, maxP), int(binary.BigEndian.Uint16(it.Key())), name)
+			got[scheme][i][name] = binary.BigEndian.Uint64(it.Value())
+		}
+		return it.Close()
+	}
+	_, err = rb.KeyGroups(to)
+	require.NoError(t, err)
+	_, err = rb.Naive(to)
+	require.NoError(t, err)
+	for _, s := range []string{SchemeKeyGroups, SchemeNaive} {
+		for i := range to {
+			assert.NotEmpty(t, want[s][i], "%s subtask %d owns keys", s, i)
+			assert.Equal(t, want[s][i], got[s][i], "%s, new subtask %d", s, i)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -8,6 +10,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/statelab/statelab/rescale"
 )
@@ -49,6 +54,8 @@ type RescaleBench struct {
 	kgOld, naiveOld  []*pebble.DB
 	totalBytes       int64
 	next             int
+	// inspect, when set (tests), sees every new database after a restore.
+	inspect func(scheme string, i int, db *pebble.DB) error
 }
 
 // stateIDCount is the state id of the one ValueState; any fixed id will do.
@@ -64,14 +71,20 @@ func encodeStateKey(dst []byte, kg int, key string) []byte {
 }
 
 func decodeStateKey(k []byte) (string, error) {
+	name, err := stateKeyName(k)
+	return string(name), err
+}
+
+// stateKeyName is the key's name inside the state key k, not copied.
+func stateKeyName(k []byte) ([]byte, error) {
 	if len(k) < 5 {
-		return "", fmt.Errorf("bench: state key of %d bytes is too short", len(k))
+		return nil, fmt.Errorf("bench: state key of %d bytes is too short", len(k))
 	}
 	n, w := binary.Uvarint(k[4:])
 	if w <= 0 || 4+w+int(n) != len(k) {
-		return "", fmt.Errorf("bench: state key %x is malformed", k)
+		return nil, fmt.Errorf("bench: state key %x is malformed", k)
 	}
-	return string(k[4+w:]), nil
+	return k[4+w:], nil
 }
 
 func kgBound(kg int) []byte { return binary.BigEndian.AppendUint16(nil, uint16(kg)) }
@@ -146,22 +159,39 @@ func (r *RescaleBench) TotalBytes() int64 { return r.totalBytes }
 
 // KeyGroups rescales to parallelism to the way Flink does: new subtask i
 // owns one contiguous key-group range, intersects it with each old
-// subtask's range, and range-scans only that intersection.
+// subtask's range, and range-scans only that intersection. Old subtask j's
+// range lies below old subtask j+1's, so scanning the intersections in
+// increasing j yields the new subtask's keys already in key order.
 func (r *RescaleBench) KeyGroups(to int) (RescaleResult, error) {
 	if err := rescale.CheckParallelism(to, r.maxP); err != nil {
 		return RescaleResult{}, err
 	}
 	res := RescaleResult{Scheme: SchemeKeyGroups, Keys: r.keys, From: r.from, To: to}
-	return r.restore(&res, func(i int, write func(old int, k, v []byte) error) error {
+	owner := func(key string) int {
+		return rescale.OperatorIndexForKeyGroup(r.maxP, to, rescale.KeyGroupForString(key, r.maxP))
+	}
+	return r.restore(&res, owner, func(i int, write func(old int, k, v []byte) error) error {
 		newRange := rescale.KeyGroupRangeForOperator(r.maxP, to, i)
 		for j, db := range r.kgOld {
 			inter := newRange.Intersection(rescale.KeyGroupRangeForOperator(r.maxP, r.from, j))
 			if inter.Empty() {
 				continue
 			}
-			err := scan(db, &pebble.IterOptions{LowerBound: kgBound(inter.Start), UpperBound: kgBound(inter.End + 1)}, &res,
-				func(k, v []byte) error { return write(j, k, v) })
+			c, err := openCursor(db, &pebble.IterOptions{LowerBound: kgBound(inter.Start), UpperBound: kgBound(inter.End + 1)}, &res, nil)
 			if err != nil {
+				return err
+			}
+			for c.valid {
+				if err := write(j, c.key, c.value); err != nil {
+					c.close()
+					return err
+				}
+				if err := c.next(); err != nil {
+					c.close()
+					return err
+				}
+			}
+			if err := c.close(); err != nil {
 				return err
 			}
 		}
@@ -171,32 +201,78 @@ func (r *RescaleBench) KeyGroups(to int) (RescaleResult, error) {
 
 // Naive rescales to parallelism to under hash % parallelism: nothing says
 // where a new subtask's keys are, so each scans every old subtask's whole
-// database and keeps the keys whose hash now maps to it.
+// database and keeps the keys whose hash now maps to it. Each old database
+// is sorted, so a k-way merge of the filtered scans yields the new
+// subtask's keys in key order, as the key-group scheme's do.
 func (r *RescaleBench) Naive(to int) (RescaleResult, error) {
 	res := RescaleResult{Scheme: SchemeNaive, Keys: r.keys, From: r.from, To: to}
-	return r.restore(&res, func(i int, write func(old int, k, v []byte) error) error {
-		for j, db := range r.naiveOld {
-			err := scan(db, nil, &res, func(k, v []byte) error {
-				key, err := decodeStateKey(k)
-				if err != nil {
-					return err
-				}
-				if rescale.NaiveOwner(rescale.JavaStringHashCode(key), to) != i {
-					return nil
-				}
-				return write(j, k, v)
-			})
+	owner := func(key string) int { return rescale.NaiveOwner(rescale.JavaStringHashCode(key), to) }
+	return r.restore(&res, owner, func(i int, write func(old int, k, v []byte) error) error {
+		keep := func(k []byte) (bool, error) {
+			name, err := stateKeyName(k)
 			if err != nil {
+				return false, err
+			}
+			// string(name) does not escape, so it is not copied to the heap:
+			// the filter costs a hash per key, not an allocation.
+			return rescale.NaiveOwner(rescale.JavaStringHashCode(string(name)), to) == i, nil
+		}
+		cursors := make([]*cursor, 0, len(r.naiveOld))
+		closeAll := func() error {
+			var first error
+			for _, c := range cursors {
+				if err := c.close(); err != nil && first == nil {
+					first = err
+				}
+			}
+			return first
+		}
+		for _, db := range r.naiveOld {
+			c, err := openCursor(db, nil, &res, keep)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			cursors = append(cursors, c)
+		}
+		for {
+			// The smallest current key of the old databases comes next; with
+			// a handful of old subtasks a linear pick beats a heap.
+			min := -1
+			for j, c := range cursors {
+				if c.valid && (min < 0 || bytes.Compare(c.key, cursors[min].key) < 0) {
+					min = j
+				}
+			}
+			if min < 0 {
+				break
+			}
+			c := cursors[min]
+			if err := write(min, c.key, c.value); err != nil {
+				closeAll()
+				return err
+			}
+			if err := c.next(); err != nil {
+				closeAll()
 				return err
 			}
 		}
-		return nil
+		return closeAll()
 	})
 }
 
-// restore runs read for each new subtask in turn, writing what it keeps into
-// a fresh Pebble database in batches, and times the whole.
-func (r *RescaleBench) restore(res *RescaleResult, read func(i int, write func(old int, k, v []byte) error) error) (RescaleResult, error) {
+// restore runs read for each new subtask in turn and times the whole. Both
+// schemes share one write path, the one Flink's RocksDB backend takes when
+// it rescales with state.backend.rocksdb.use-ingest-db-restore-mode: read
+// hands over the new subtask's keys in key order, which go straight into an
+// SST file (Pebble's sstable writer, the DB's own table format and block
+// options) that is then ingested into the new subtask's fresh database —
+// no memtable, no flush, no compaction. The sstable writer refuses a key
+// that is not above the previous one, so a scheme that does not deliver
+// its keys in order fails instead of being timed. After the timing, each
+// new database is read back: it must hold exactly the keys owner assigns
+// to its subtask, as many as were written.
+func (r *RescaleBench) restore(res *RescaleResult, owner func(key string) int, read func(i int, write func(old int, k, v []byte) error) error) (RescaleResult, error) {
 	r.next++
 	base := filepath.Join(r.dir, "new", fmt.Sprintf("%s-%d", res.Scheme, r.next))
 	defer os.RemoveAll(base)
@@ -215,62 +291,160 @@ func (r *RescaleBench) restore(res *RescaleResult, read func(i int, write func(o
 		}
 		dbs[i] = db
 	}
+	written := make([]int, res.To)
 	start := time.Now()
 	for i, db := range dbs {
-		b := db.NewBatch()
+		path := filepath.Join(base, fmt.Sprintf("ingest-%d.sst", i))
+		f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return RescaleResult{}, fmt.Errorf("bench: %s rescale, new subtask %d: create sst: %w", res.Scheme, i, err)
+		}
+		w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), scratchWriterOptions(db))
 		write := func(old int, k, v []byte) error {
 			res.BytesMoved += int64(len(k) + len(v))
 			res.KeysMoved++
+			written[i]++
 			if old != i {
 				res.BytesChangedOwner += int64(len(k) + len(v))
 			}
-			if err := b.Set(k, v, nil); err != nil {
-				return err
-			}
-			if b.Len() >= 1<<20 {
-				if err := b.Commit(pebble.NoSync); err != nil {
-					return err
-				}
-				b.Reset()
-			}
-			return nil
+			return w.Set(k, v)
 		}
-		err := read(i, write)
-		if err == nil {
-			err = b.Commit(pebble.NoSync)
+		err = read(i, write)
+		if cerr := w.Close(); err == nil {
+			err = cerr
 		}
-		b.Close()
+		if err == nil && written[i] > 0 {
+			err = db.Ingest(context.Background(), []string{path})
+		}
 		if err != nil {
 			return RescaleResult{}, fmt.Errorf("bench: %s rescale, new subtask %d: %w", res.Scheme, i, err)
 		}
 	}
 	res.Elapsed = time.Since(start)
+	for i, db := range dbs {
+		if r.inspect != nil {
+			if err := r.inspect(res.Scheme, i, db); err != nil {
+				return RescaleResult{}, err
+			}
+		}
+		if err := checkOwned(db, i, written[i], owner); err != nil {
+			return RescaleResult{}, fmt.Errorf("bench: %s rescale, new subtask %d: %w", res.Scheme, i, err)
+		}
+	}
 	return *res, nil
 }
 
-func scan(db *pebble.DB, opts *pebble.IterOptions, res *RescaleResult, fn func(k, v []byte) error) error {
-	it, err := db.NewIter(opts)
+// scratchWriterOptions are the sstable options db itself would write a
+// bottom-level table with, so an ingested table is what a compaction of
+// the same keys would have produced.
+func scratchWriterOptions(db *pebble.DB) sstable.WriterOptions {
+	o := scratchPebbleOptions()
+	o.EnsureDefaults()
+	return o.MakeWriterOptions(len(o.Levels)-1, db.TableFormat())
+}
+
+// checkOwned reads db back: it must hold want keys, each owned by subtask i.
+func checkOwned(db *pebble.DB, i, want int, owner func(key string) int) error {
+	it, err := db.NewIter(nil)
 	if err != nil {
 		return err
 	}
+	n := 0
 	for it.First(); it.Valid(); it.Next() {
-		v, err := it.ValueAndErr()
+		key, err := decodeStateKey(it.Key())
 		if err != nil {
 			it.Close()
 			return err
 		}
-		res.BytesRead += int64(len(it.Key()) + len(v))
-		if err := fn(it.Key(), v); err != nil {
+		if o := owner(key); o != i {
 			it.Close()
+			return fmt.Errorf("restored key %q belongs to subtask %d", key, o)
+		}
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if n != want {
+		return fmt.Errorf("restored database holds %d keys, %d were written", n, want)
+	}
+	return nil
+}
+
+// cursor walks one old database, counting every entry it passes as read;
+// keep (nil keeps all) skips the entries the new subtask does not own.
+type cursor struct {
+	it         *pebble.Iterator
+	res        *RescaleResult
+	keep       func(k []byte) (bool, error)
+	valid      bool
+	key, value []byte
+}
+
+func openCursor(db *pebble.DB, opts *pebble.IterOptions, res *RescaleResult, keep func(k []byte) (bool, error)) (*cursor, error) {
+	it, err := db.NewIter(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &cursor{it: it, res: res, keep: keep}
+	it.First()
+	if err := c.settle(); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cursor) next() error {
+	c.it.Next()
+	return c.settle()
+}
+
+// settle counts the entry under the iterator and moves past the ones keep
+// rejects, stopping on the next kept entry or the end.
+func (c *cursor) settle() error {
+	for ; c.it.Valid(); c.it.Next() {
+		v, err := c.it.ValueAndErr()
+		if err != nil {
 			return err
 		}
+		k := c.it.Key()
+		c.res.BytesRead += int64(len(k) + len(v))
+		if c.keep != nil {
+			ok, err := c.keep(k)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		c.valid, c.key, c.value = true, k, v
+		return nil
 	}
-	res.BlockBytesRead += int64(it.Stats().InternalStats.BlockBytes)
-	return it.Close()
+	c.valid, c.key, c.value = false, nil, nil
+	return c.it.Error()
+}
+
+// close adds the SST block bytes the iterator loaded and closes it.
+func (c *cursor) close() error {
+	if c.it == nil {
+		return nil
+	}
+	c.res.BlockBytesRead += int64(c.it.Stats().InternalStats.BlockBytes)
+	err := c.it.Close()
+	c.it = nil
+	return err
+}
+
+// scratchPebbleOptions are the options of every database of the rescale
+// case, old and new.
+func scratchPebbleOptions() *pebble.Options {
+	return &pebble.Options{DisableWAL: true, Logger: discardPebbleLogger{}}
 }
 
 func openScratchPebble(dir string) (*pebble.DB, error) {
-	db, err := pebble.Open(dir, &pebble.Options{DisableWAL: true, Logger: discardPebbleLogger{}})
+	db, err := pebble.Open(dir, scratchPebbleOptions())
 	if err != nil {
 		return nil, fmt.Errorf("bench: open pebble in %s: %w", dir, err)
 	}
