@@ -337,6 +337,14 @@ func (l *Live) wake(t *subtask) {
 	}
 }
 
+// figuresEvery is how often a Live subtask publishes its figures
+// (taskFigures) while it works; figuresIdleEvery how often at most when it
+// idles between small pieces of work.
+const (
+	figuresEvery     = 250 * time.Millisecond
+	figuresIdleEvery = 20 * time.Millisecond
+)
+
 // runTask is a subtask's goroutine: control messages first, then one input
 // element or one source poll at a time, outputs pushed into bounded
 // channels (waiting while a channel is full: backpressure).
@@ -362,6 +370,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			if !l.afterHandle(ctx, t, err) {
 				return
 			}
+			t.pubDirty = true // a restore, a snapshot or a rescale changes the figures
 			continue
 		}
 		if t.getStatus() == TaskRunning {
@@ -404,6 +413,32 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 				}
 			}
 		}
+		// Publish the subtask's figures for snapshots every figuresEvery
+		// while it works, and when it runs out of work after changing
+		// something, so a paused or drained job shows where it stopped.
+		if worked {
+			t.pubDirty = true
+			if now := time.Now().UnixNano(); now-t.pubAt >= int64(figuresEvery) {
+				t.pubAt, t.pubDirty = now, false
+				t.publishFigures(now)
+			}
+		}
+		// Idle: publish what changed; keyed figures measured too long ago
+		// are measured again once their interval has passed (refresh).
+		// At most every figuresIdleEvery: a rate-limited source idles
+		// after every poll.
+		var refresh time.Duration
+		if !worked && t.pubDirty {
+			now := time.Now().UnixNano()
+			if wait := t.pubAt + int64(figuresIdleEvery) - now; wait > 0 {
+				refresh = time.Duration(wait)
+			} else {
+				t.pubAt, t.pubDirty = now, false
+				if next := t.publishFigures(now); next > 0 {
+					t.pubDirty, refresh = true, time.Duration(next)
+				}
+			}
+		}
 		if worked {
 			continue
 		}
@@ -417,10 +452,16 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 				d = time.Duration(float64(w) / l.speed)
 				l.cmu.Unlock()
 			}
+			if refresh > 0 {
+				d = min(refresh, d)
+			}
+			refresh = d
+		}
+		if refresh > 0 {
 			if idle == nil {
-				idle = time.NewTimer(d)
+				idle = time.NewTimer(refresh)
 			} else {
-				idle.Reset(d)
+				idle.Reset(refresh)
 			}
 			tc = idle.C
 		}

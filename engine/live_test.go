@@ -125,3 +125,60 @@ func TestLiveChaos(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveSnapshotShowsSubtaskFigures: at full speed a snapshot shows what
+// the Stepper's shows of each subtask — a source's partitions and offsets,
+// its operator state, a keyed subtask's state figures — as the subtasks
+// publish them, and the sink beside the ground truth. Once the job has
+// drained they equal the Stepper's figures for the same job, key for key.
+func TestLiveSnapshotShowsSubtaskFigures(t *testing.T) {
+	for _, backend := range []Backend{BackendMemory, BackendPebble} {
+		t.Run(string(backend), func(t *testing.T) {
+			spec := func() *JobSpec {
+				s := wordCount(4000, 2, 2, 0)
+				s.Backend = backend
+				s.Checkpointing.Interval = ms(20)
+				return s
+			}
+			st, err := NewStepper(spec(), Options{Dir: t.TempDir()})
+			require.NoError(t, err)
+			defer st.Close()
+			runToEnd(t, st)
+			want := st.Snapshot()
+
+			l, err := NewLive(spec(), Options{Dir: t.TempDir()})
+			require.NoError(t, err)
+			defer l.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			require.NoError(t, l.Start(ctx))
+			require.NoError(t, l.WaitDrained(ctx))
+
+			// The last figures are published when the subtasks run out
+			// of work, and keyed ones at most every second.
+			var got Snapshot
+			same := func() bool {
+				got = l.Snapshot()
+				for _, name := range []string{"source#0", "source#1", "count#0", "count#1"} {
+					g, w := subtaskView(t, got, name), subtaskView(t, want, name)
+					if !assert.ObjectsAreEqual(w.Offsets, g.Offsets) || !assert.ObjectsAreEqual(w.OperatorState, g.OperatorState) {
+						return false
+					}
+					if (w.State == nil) != (g.State == nil) || w.State != nil && (w.State.Keys != g.State.Keys || w.State.Bytes != g.State.Bytes) {
+						return false
+					}
+				}
+				return true
+			}
+			assert.Eventually(t, same, 10*time.Second, 20*time.Millisecond, "Live figures equal the Stepper's for the same job")
+			src := subtaskView(t, got, "source#0")
+			require.NotEmpty(t, src.Offsets, "a source subtask's partitions and offsets")
+			assert.NotEmpty(t, src.OperatorState, "a source subtask's offsets as operator state")
+			cnt := subtaskView(t, got, "count#0")
+			require.NotNil(t, cnt.State, "a keyed subtask's state figures")
+			assert.Positive(t, cnt.State.Keys)
+			require.NotNil(t, got.Sinks[0].Comparison, "the sink beside the ground truth")
+			assert.True(t, got.Sinks[0].Comparison.ExactlyOnce)
+		})
+	}
+}

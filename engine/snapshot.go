@@ -76,6 +76,13 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 						sv.State = &m
 					}
 				}
+				if !detail && live(sv.Status) {
+					// A Live subtask's own fields are its goroutine's: take
+					// what it last published.
+					if f := t.figures.Load(); f != nil {
+						sv.Offsets, sv.OperatorState, sv.State = f.offsets, f.opState, f.state
+					}
+				}
 				ov.Subtasks = append(ov.Subtasks, sv)
 			}
 		}
@@ -115,11 +122,12 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 		if sv.Transactions == nil {
 			sv.Transactions = []TransactionView{}
 		}
-		if detail {
-			if cmp, err := c.compareSink(o.ID); err == nil {
-				t := cmp.truncated(50)
-				sv.Comparison = &t
-			}
+		// Both drivers compare: the sink's store and the topics are safe to
+		// read while a Live run goes on (Compare does the same), and a
+		// comparison is recomputed only when the committed output changed.
+		if cmp, err := c.compareSink(o.ID); err == nil {
+			t := cmp.truncated(50)
+			sv.Comparison = &t
 		}
 		s.Sinks = append(s.Sinks, sv)
 	}

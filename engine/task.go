@@ -158,6 +158,62 @@ type subtask struct {
 	closed         bool
 	restoredCP     atomic.Int64
 	restoreInfo    *RestoreInfo
+
+	// figures is what a running subtask of a Live run last published of
+	// itself for snapshots, which must not read its fields while its
+	// goroutine runs (publishFigures). pubAt, pubDirty and metricsEvery are
+	// the task goroutine's own (times in wall-clock nanoseconds).
+	figures      atomic.Pointer[taskFigures]
+	pubAt        int64
+	pubDirty     bool
+	metricsEvery int64
+}
+
+// taskFigures are a Live subtask's published figures: what the Stepper's
+// snapshots read from the subtask directly. They are never changed once
+// published.
+type taskFigures struct {
+	offsets []PartitionOffset
+	opState map[string][]string
+	state   *state.BackendMetrics
+	stateAt int64 // wall-clock nanoseconds when state was measured
+}
+
+// publishFigures publishes the subtask's source offsets, operator state and
+// keyed state figures (Live: called by the subtask's goroutine). Keyed
+// figures scan the state, so they are measured at most every second and
+// never more often than keeps the scan under 5 % of the subtask's time;
+// when it kept older ones, it returns how long until they may be measured
+// again (0: all is fresh).
+func (t *subtask) publishFigures(now int64) (stale int64) {
+	if t.closed || t.getStatus() != TaskRunning {
+		return 0
+	}
+	f := &taskFigures{}
+	if t.src != nil {
+		for _, pc := range t.src.parts {
+			f.offsets = append(f.offsets, PartitionOffset{Partition: pc.partition, Offset: pc.offset})
+		}
+	}
+	if t.opBackend != nil {
+		if m := operatorStateStrings(t.opBackend); len(m) > 0 {
+			f.opState = m
+		}
+	}
+	if t.keyed != nil {
+		if prev := t.figures.Load(); prev != nil && prev.state != nil && now-prev.stateAt < t.metricsEvery {
+			f.state, f.stateAt = prev.state, prev.stateAt
+			stale = prev.stateAt + t.metricsEvery - now
+		} else {
+			start := time.Now()
+			if m, err := t.keyed.Metrics(); err == nil {
+				f.state, f.stateAt = &m, now
+			}
+			t.metricsEvery = max(int64(time.Second), 20*int64(time.Since(start)))
+		}
+	}
+	t.figures.Store(f)
+	return stale
 }
 
 type outItem struct {
@@ -634,6 +690,7 @@ func (t *subtask) handleControl(m control) error {
 // open creates the operator and its state, restoring from r if given.
 func (t *subtask) open(r *restoreSpec) error {
 	eo := t.op
+	t.figures.Store(nil) // figures of an earlier attempt no longer hold
 	t.fn = newOperatorLogic(t)
 	if s, ok := t.fn.(*sourceLogic); ok {
 		t.src = s

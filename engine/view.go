@@ -82,9 +82,11 @@ type SubtaskView struct {
 	RestoredFrom int64 `json:"restoredFrom"`
 	// Offsets are a source subtask's partitions and next offsets.
 	Offsets []PartitionOffset `json:"offsets,omitempty"`
-	// OperatorState is operator state by name, rendered (Stepper only).
+	// OperatorState is operator state by name, rendered (a Live subtask's
+	// as it last published it, about four times a second).
 	OperatorState map[string][]string `json:"operatorState,omitempty"`
-	// State is the keyed backend's figures (Stepper only).
+	// State is the keyed backend's figures (a Live subtask's measured at most
+	// every second).
 	State   *state.BackendMetrics `json:"state,omitempty"`
 	Failure string                `json:"failure,omitempty"`
 }
