@@ -305,6 +305,13 @@ func TestBrowserSwitchTeachingAndFullSpeed(t *testing.T) {
 	assert.Equal(t, seed, eval[int](b, `window.statelab.model.snap.seed`), "the same run, not a reset")
 	assert.True(t, eval[bool](b, `document.getElementById('btn-step').disabled`), "no stepping at full speed")
 	b.waitJS(30*time.Second, "output at full speed", `window.statelab.model.snap.sinks[0].committed > 0`)
+	// At full speed the panels keep their figures: the sink beside the
+	// ground truth, each source subtask's offsets, each count subtask's
+	// state.
+	b.waitJS(30*time.Second, "the sink beside the truth at full speed", `(c => c && c.supported)(window.statelab.model.snap.sinks[0].comparison)`)
+	b.waitJS(30*time.Second, "subtask figures at full speed", `(ops => ops.find(o => o.id === 'source').subtasks.every(s => s.offsets && s.offsets.length > 0) &&
+		ops.find(o => o.id === 'count').subtasks.every(s => s.state && s.state.keys > 0))(window.statelab.model.snap.job.operators)`)
+	assert.Zero(t, eval[int](b, `document.querySelectorAll('#sink .empty').length`), "the sink panel is not empty at full speed")
 	b.shot("15-full-speed")
 	b.run(chromedp.Click(chromedp.CSS(`#btn-mode-step`)))
 	b.waitJS(30*time.Second, "teaching mode again", `window.statelab.model.snap.driver === 'step' && !document.getElementById('btn-step').disabled`)
