@@ -11,7 +11,9 @@
 //   - The systems timed: RunEngineWordCount (the engine's word count on the
 //     Live driver), CountWithValueState (one keyed backend), CheckpointBench
 //     (full against incremental Pebble checkpoints), RescaleBench (key
-//     groups against hash % parallelism on the same Pebble data), and the
+//     groups against hash % parallelism on the same Pebble data, both
+//     writing each new subtask's keys in key order into one SST file that
+//     is ingested), and the
 //     WebSocket fan-out (FanOutFunc; package bench/webfan times StateLab's
 //     own web server).
 //   - Their baselines: RunBarePipeline, RunBareWordCount, CountWithBareMap,
