@@ -345,6 +345,35 @@ const (
 	figuresIdleEvery = 20 * time.Millisecond
 )
 
+// figuresDue publishes a Live subtask's figures when due: every
+// figuresEvery while it works, and when it runs out of work after changing
+// something (at most every figuresIdleEvery: a rate-limited source idles
+// after every poll), so a paused or drained job shows where it stopped. It
+// returns how soon to call again for what is still pending (keyed figures
+// measured too recently to measure again; 0: nothing pending).
+func (t *subtask) figuresDue(worked bool) time.Duration {
+	if worked {
+		t.pubDirty = true
+	}
+	if !t.pubDirty {
+		return 0
+	}
+	every := figuresIdleEvery
+	if worked {
+		every = figuresEvery
+	}
+	now := time.Now().UnixNano()
+	if wait := t.pubAt + int64(every) - now; wait > 0 {
+		return time.Duration(wait)
+	}
+	t.pubAt, t.pubDirty = now, false
+	if next := t.publishFigures(now); next > 0 {
+		t.pubDirty = true
+		return time.Duration(next)
+	}
+	return 0
+}
+
 // runTask is a subtask's goroutine: control messages first, then one input
 // element or one source poll at a time, outputs pushed into bounded
 // channels (waiting while a channel is full: backpressure).
@@ -413,32 +442,9 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 				}
 			}
 		}
-		// Publish the subtask's figures for snapshots every figuresEvery
-		// while it works, and when it runs out of work after changing
-		// something, so a paused or drained job shows where it stopped.
-		if worked {
-			t.pubDirty = true
-			if now := time.Now().UnixNano(); now-t.pubAt >= int64(figuresEvery) {
-				t.pubAt, t.pubDirty = now, false
-				t.publishFigures(now)
-			}
-		}
-		// Idle: publish what changed; keyed figures measured too long ago
-		// are measured again once their interval has passed (refresh).
-		// At most every figuresIdleEvery: a rate-limited source idles
-		// after every poll.
-		var refresh time.Duration
-		if !worked && t.pubDirty {
-			now := time.Now().UnixNano()
-			if wait := t.pubAt + int64(figuresIdleEvery) - now; wait > 0 {
-				refresh = time.Duration(wait)
-			} else {
-				t.pubAt, t.pubDirty = now, false
-				if next := t.publishFigures(now); next > 0 {
-					t.pubDirty, refresh = true, time.Duration(next)
-				}
-			}
-		}
+		// Publish the subtask's figures for snapshots (figuresDue); refresh
+		// is how soon it must look again for what is still pending.
+		refresh := t.figuresDue(worked)
 		if worked {
 			continue
 		}

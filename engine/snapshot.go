@@ -116,12 +116,7 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 	}
 	s.Checkpoints = c.checkpointsView()
 	s.Sources = c.sourcesView(detail)
-	var topicRecords int64
-	for _, tp := range c.topics {
-		for p := range tp.partitions {
-			topicRecords += tp.end(p)
-		}
-	}
+	topicRecords := c.topicRecords()
 	for _, o := range c.spec.Operators {
 		store := c.sinks[o.ID]
 		if store == nil {

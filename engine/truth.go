@@ -207,14 +207,20 @@ const maxTruthRecords = 5_000_000
 
 // groundTruth evaluates the job graph once, sequentially, over every record
 // of every source topic: what the sink would receive if nothing failed.
-func (c *core) groundTruth(sink string) truth {
-	// The truth only changes when records are added to a topic.
-	var size int64
+// topicRecords is how many records the source topics hold.
+func (c *core) topicRecords() int64 {
+	var n int64
 	for _, tp := range c.topics {
 		for p := range tp.partitions {
-			size += tp.end(p)
+			n += tp.end(p)
 		}
 	}
+	return n
+}
+
+func (c *core) groundTruth(sink string) truth {
+	// The truth only changes when records are added to a topic.
+	size := c.topicRecords()
 	if cached, ok := c.truthCache[sink]; ok && cached.records == size {
 		return cached
 	}
