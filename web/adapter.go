@@ -128,27 +128,14 @@ func (e *driverEngine) with(fn func(d engine.Engine)) {
 }
 
 // Snapshot returns the driver's snapshot with the speed factor as the
-// protocol counts it, and the sink comparison the Live driver leaves to
-// Compare.
+// protocol counts it.
 func (e *driverEngine) Snapshot() (snap engine.Snapshot) {
 	e.with(func(d engine.Engine) { snap = e.snapshot(d) })
 	return snap
 }
 
 func (e *driverEngine) snapshot(d engine.Engine) engine.Snapshot {
-	snap := d.Snapshot()
-	if snap.Driver == "live" {
-		if cmps, err := d.Compare(); err == nil {
-			for i := range snap.Sinks {
-				for j := range cmps {
-					if cmps[j].Sink == snap.Sinks[i].Operator {
-						c := cmps[j]
-						snap.Sinks[i].Comparison = &c
-					}
-				}
-			}
-		}
-	}
+	snap := d.Snapshot() // both drivers compare the sinks (engine/snapshot.go)
 	e.mu.Lock()
 	snap.Speed = e.factor
 	e.mu.Unlock()

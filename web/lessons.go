@@ -570,6 +570,7 @@ func (lr *lessonRun) replay(i int) *protoError {
 	lr.gen++ // a "do it for me" in flight stops before its next action
 	lr.doing, lr.errMsg = false, ""
 	lr.mu.Unlock()
+	s.newRun()
 	runDir := filepath.Join(s.run.DataDir, fmt.Sprintf("run-%d", s.resets.Add(1)))
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return perr(CodeInternal, "lesson-replay: cannot create the run directory: %v", err)
@@ -595,6 +596,7 @@ func (lr *lessonRun) replay(i int) *protoError {
 		s.run.Spec = spec
 		s.x.mu.Unlock()
 	}
+	s.newTimeline()
 	lr.mu.Lock()
 	lr.job = pos.Job
 	lr.mu.Unlock()

@@ -307,3 +307,25 @@ func TestLessonTrackerStartsAtTheLearnersAction(t *testing.T) {
 	m := lc.until(60*time.Second, "the tick of step 2", func(m msg) bool { return slices.Contains(lc.ticks, 2) })
 	assert.Equal(t, []int{1, 2}, intsOf(m["completed"]))
 }
+
+// TestLessonReplayForgetsThePastRun: replaying a lesson step replaces the
+// run, so the old run's images go with it — a seek back must never start
+// from an image of another run — as a reset's do.
+func TestLessonReplayForgetsThePastRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays a lesson for two image spacings")
+	}
+	ts := newRealServer(t, nil)
+	c := ts.dial("lesson=05-failure-and-recovery", nil)
+	id := readUntil(t, c, "snapshot", "")["session"].(string)
+	s, ok := ts.srv.Session(id)
+	require.True(t, ok)
+	send(t, c, `{"type":"command","id":"s","name":"step","args":{"count":`+itoa(2*imageEvery)+`}}`)
+	require.Equal(t, "ack", reply(t, c, "s")["type"])
+	eventually(t, 20*time.Second, func() bool { return len(s.Images()) > 0 }, "an image of the played run")
+
+	send(t, c, `{"type":"command","id":"r","name":"lesson-replay","args":{"step":1}}`)
+	require.Equal(t, "ack", reply(t, c, "r")["type"])
+	assert.Empty(t, s.Images(), "the replaced run's images are gone")
+	assert.Less(t, s.Snapshot().Step, int64(imageEvery), "the new run starts again")
+}

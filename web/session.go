@@ -342,8 +342,6 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 		if err == nil && cmd.Factor != 0 {
 			err = eng.SetSpeed(cmd.Factor)
 		}
-	case CmdReset:
-		return s.reset(cmd)
 	case CmdLessonStatus, CmdLessonDo, CmdLessonReplay:
 		return s.lessonCommand(c, cmd)
 	default:
@@ -369,6 +367,7 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 // reset starts the job again from its template, with a new seed or driver
 // if given, and swaps the engine under every viewer.
 func (s *Session) reset(cmd *Command) *protoError {
+	s.newRun()
 	run := s.run
 	run.Spec = s.run.Spec.Clone()
 	if cmd.Job != "" {
@@ -410,6 +409,7 @@ func (s *Session) reset(cmd *Command) *protoError {
 	s.x.mu.Lock() // the timeline reads s.run under x.mu (replayableLocked)
 	s.run.Spec, s.run.Driver = run.Spec, run.Driver
 	s.x.mu.Unlock()
+	s.newTimeline()
 	if s.lesson != nil {
 		s.lesson.engineReset(eng, cmd.Job)
 	}

@@ -303,18 +303,8 @@ func (s *Session) timeTravel(c *client, cmd *Command) (pe *protoError, done bool
 			return perr(CodeRefused, "fork: too many seeks and forks; this connection may send %d a second", heavyRate), true
 		}
 		return s.fork(c, cmd), true
-	case CmdReset:
-		s.endReview()
-		s.run.from = nil // a fork or replay restarts from the beginning
-		pe := s.reset(cmd)
-		if pe == nil {
-			s.dropImages()
-			s.x.mu.Lock()
-			s.x.markers, s.x.headStep, s.x.handedOver, s.x.noZero, s.x.dirty = nil, 0, false, false, true
-			s.x.mu.Unlock()
-			s.broadcastTimeline()
-		}
-		return pe, true
+	case CmdReset: // allowed while looking at the past: reset ends the review
+		return s.reset(cmd), true
 	case CmdSpeed:
 		if cmd.Driver == DriverLive {
 			if rv != nil {
@@ -422,6 +412,25 @@ func (s *Session) endReview() {
 	s.swap(rv.head)
 	_ = rv.view.Close()
 	_ = os.RemoveAll(rv.dir)
+	s.broadcastTimeline()
+}
+
+// newRun leaves the past of a run whose engine was replaced by a new run
+// (reset, a lesson's replay): the review ends, and the images, markers and
+// starting point go, so a seek never starts from an image of another run.
+// newRun is called before the new engine is started; newTimeline after.
+func (s *Session) newRun() {
+	s.endReview()
+	s.x.mu.Lock()
+	s.run.from = nil // a fork or replay restarts from the beginning
+	s.x.mu.Unlock()
+}
+
+func (s *Session) newTimeline() {
+	s.dropImages()
+	s.x.mu.Lock()
+	s.x.markers, s.x.headStep, s.x.handedOver, s.x.noZero, s.x.dirty = nil, 0, false, false, true
+	s.x.mu.Unlock()
 	s.broadcastTimeline()
 }
 
