@@ -233,5 +233,3 @@ func memoKeyOf(x any) memoKey {
 	v := reflect.ValueOf(x)
 	return memoKey{v.Pointer(), v.Type()}
 }
-
-func reflectValue(x any) reflect.Value { return reflect.ValueOf(x) }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/statelab/statelab/state"
@@ -76,8 +77,8 @@ func (s *Stepper) Fork(opts Options) (*Stepper, error) {
 func (l *Live) Fork(opts Options) (*Stepper, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || !l.started {
-		return nil, ErrClosed
+	if err := l.runningErr("fork"); err != nil {
+		return nil, err
 	}
 	running := l.exCancel != nil
 	l.detaching.Store(true)
@@ -234,7 +235,7 @@ func forkCore(c *core, opts Options) (_ *forked, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
-	cp.memo[memoKeyOf(c.storage)] = reflectValue(st)
+	cp.seed(c.storage, st)
 	if ex := c.ex; ex != nil {
 		for _, t := range ex.tasks {
 			if t.keyed == nil || t.closed {
@@ -251,7 +252,7 @@ func forkCore(c *core, opts Options) (_ *forked, err error) {
 				return nil, fmt.Errorf("fork %s: %w", t.name, err)
 			}
 			backends = append(backends, nb)
-			cp.memo[memoKeyOf(t.keyed)] = reflectValue(nb)
+			cp.seed(t.keyed, nb)
 		}
 	}
 	// The ground truth is replaced, never changed, when a topic grows: the
@@ -275,18 +276,8 @@ func forkCore(c *core, opts Options) (_ *forked, err error) {
 			t.localDir = rebase(t.localDir)
 			// A state-inspector question of the original's viewer has
 			// nobody to answer in the copy.
-			t.ctl = slicesDeleteInspect(t.ctl)
+			t.ctl = slices.DeleteFunc(t.ctl, func(m control) bool { return m.kind == ctlInspect })
 		}
 	}
 	return &forked{c: nc, cp: cp}, nil
-}
-
-func slicesDeleteInspect(ctl []control) []control {
-	out := ctl[:0]
-	for _, m := range ctl {
-		if m.kind != ctlInspect {
-			out = append(out, m)
-		}
-	}
-	return out
 }

@@ -69,13 +69,13 @@ func (s *Stepper) ToLive(ctx context.Context) (*Live, error) {
 // by the Stepper; messages and timers carry over.
 func (l *Live) ToStepper() (*Stepper, error) {
 	l.mu.Lock()
-	if l.closed || !l.started {
+	if err := l.runningErr("hand over"); err != nil {
 		l.mu.Unlock()
-		return nil, ErrClosed
+		return nil, err
 	}
 	l.detaching.Store(true)
 	l.stopTasks(nil) // subtask goroutines and asynchronous snapshots are done after this
-	l.closed, l.handedOff = true, true
+	l.closed = true
 	now := l.now()
 	l.cancel()
 	l.mu.Unlock()

@@ -35,7 +35,6 @@ type Live struct {
 	// detaching is set while the job is handed to a Stepper: subtasks
 	// stopped mid-output keep what they had not sent.
 	detaching atomic.Bool
-	handedOff bool
 
 	// Virtual clock: virtual = base + (real - realBase) * speed, frozen while paused.
 	cmu      sync.Mutex
@@ -572,8 +571,21 @@ func (l *Live) Do(cmd Command) error {
 // Subscribe returns a subscription to events.
 func (l *Live) Subscribe(buffer int) *Subscription { return l.c.bus.subscribe(buffer) }
 
-// Snapshot returns the whole picture. Keyed state figures are left out
-// (backends belong to their subtask goroutines); use TaskState.
+// runningErr says why the Live cannot hand over or fork its job now (nil:
+// it can); l.mu is held.
+func (l *Live) runningErr(what string) error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case !l.started:
+		return fmt.Errorf("%w: cannot %s a job that has not started; call Start first", ErrNotRunning, what)
+	}
+	return nil
+}
+
+// Snapshot returns the whole picture. A subtask's offsets, operator state
+// and keyed state figures are what it last published (publishFigures: its
+// backends belong to its goroutine); TaskState reads the entries.
 func (l *Live) Snapshot() Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()

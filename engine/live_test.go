@@ -182,3 +182,17 @@ func TestLiveSnapshotShowsSubtaskFigures(t *testing.T) {
 		})
 	}
 }
+
+// A Live that was never started cannot hand over or fork its job, and
+// says so (not "closed").
+func TestLiveNotStartedCannotForkOrHandOver(t *testing.T) {
+	l, err := NewLive(wordCount(100, 1, 1, 0), Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = l.Fork(Options{Dir: t.TempDir()})
+	require.ErrorIs(t, err, ErrNotRunning)
+	assert.Contains(t, err.Error(), "call Start first")
+	_, err = l.ToStepper()
+	require.ErrorIs(t, err, ErrNotRunning)
+	assert.Contains(t, err.Error(), "hand over")
+}

@@ -219,12 +219,6 @@ func (s *sinkStore) committedCount() int {
 	return s.total
 }
 
-func (s *sinkStore) overflowed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.overflow
-}
-
 // openOrPrepared reports whether any transaction still waits for a commit.
 func (s *sinkStore) pendingTxns() int {
 	s.mu.Lock()

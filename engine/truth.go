@@ -205,8 +205,6 @@ func sortDiffs(d []Diff) {
 // maxTruthRecords bounds the source records the ground truth is computed from.
 const maxTruthRecords = 5_000_000
 
-// groundTruth evaluates the job graph once, sequentially, over every record
-// of every source topic: what the sink would receive if nothing failed.
 // topicRecords is how many records the source topics hold.
 func (c *core) topicRecords() int64 {
 	var n int64
@@ -218,6 +216,8 @@ func (c *core) topicRecords() int64 {
 	return n
 }
 
+// groundTruth evaluates the job graph once, sequentially, over every record
+// of every source topic: what the sink would receive if nothing failed.
 func (c *core) groundTruth(sink string) truth {
 	// The truth only changes when records are added to a topic.
 	size := c.topicRecords()
