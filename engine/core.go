@@ -751,19 +751,19 @@ func (c *core) restartTaskManager(id string) error {
 	return nil
 }
 
-// maxSlotsPerTaskManager bounds the slots of an added TaskManager: a
-// typing slip should not schedule thousands of subtasks.
-const maxSlotsPerTaskManager = 1024
+// MaxSlotsPerTaskManager bounds the slots a command may give an added
+// TaskManager (a typing slip should not schedule thousands of subtasks);
+// the web protocol and the lessons' lint check the same bound.
+const MaxSlotsPerTaskManager = 64
 
 // addTaskManager adds a TaskManager with the given slots (0: the cluster's
-// slots per TaskManager).
+// slots per TaskManager, whatever the job's spec says).
 func (c *core) addTaskManager(slots int) (string, error) {
 	if slots == 0 {
 		slots = c.spec.Cluster.SlotsPerTaskManager
-	}
-	if slots < 1 || slots > maxSlotsPerTaskManager {
+	} else if slots < 1 || slots > MaxSlotsPerTaskManager {
 		return "", fmt.Errorf("%w: add-taskmanager slots %d: want 1..%d, or leave it out for the cluster's %d slots per TaskManager",
-			ErrBadCommand, slots, maxSlotsPerTaskManager, c.spec.Cluster.SlotsPerTaskManager)
+			ErrBadCommand, slots, MaxSlotsPerTaskManager, c.spec.Cluster.SlotsPerTaskManager)
 	}
 	tm := c.newTaskManager(slots)
 	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMAlive, Message: fmt.Sprintf("TaskManager %s joined with %d slots", tm.id, tm.slots)})

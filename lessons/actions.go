@@ -41,7 +41,7 @@ const (
 	minSpeed      = 0.05
 	maxSpeed      = 100.0
 	maxInjectText = 1000
-	maxSlots      = 64
+	maxSlots      = engine.MaxSlotsPerTaskManager
 )
 
 // actionArgs are the arguments each command accepts: name -> required.

@@ -129,9 +129,9 @@ const (
 	maxSpeed      = 100.0
 	maxInjectText = 1000
 	maxIDLen      = 64
-	// maxTaskManagerSlots bounds an added TaskManager's slots, as the
-	// sandbox form bounds the cluster's.
-	maxTaskManagerSlots = maxSandboxSlots
+	// maxTaskManagerSlots bounds an added TaskManager's slots, the
+	// engine's bound (which the lessons' lint checks too).
+	maxTaskManagerSlots = engine.MaxSlotsPerTaskManager
 )
 
 var commands = map[string]commandDef{
