@@ -2,6 +2,7 @@
 // draws every panel from it once per animation frame.
 
 import { $, h } from './dom.js';
+import { clock } from './format.js';
 import { loadCatalog, t, getLang } from './i18n.js';
 import { Connection } from './conn.js';
 import { Model } from './model.js';
@@ -110,7 +111,7 @@ async function main() {
     jobStatus.className = `badge st-${snap.job.status}`;
     meta.textContent = `${t(`backendName.${snap.backend}`)} · ${t(`mode.${snap.driver}`)} · ${t('status.seed', { seed: snap.seed })}`;
   };
-  const clockText = (snap) => (snap.driver === 'step' ? t('status.clockStep', { step: snap.step, time: fmtClock(snap.at) }) : t('status.clockLive', { time: fmtClock(snap.at) }));
+  const clockText = (snap) => (snap.driver === 'step' ? t('status.clockStep', { step: snap.step, time: clock(snap.at) }) : t('status.clockLive', { time: clock(snap.at) }));
   model.on(() => renderStatus());
 
   const handlers = {
@@ -173,14 +174,7 @@ async function main() {
   document.dispatchEvent(new CustomEvent('statelab:ready', { detail: window.statelab }));
 }
 
-function fmtClock(ns) {
-  const ms = Math.floor(ns / 1e6);
-  const m = Math.floor(ms / 60000);
-  const s = Math.floor((ms % 60000) / 1000);
-  return `${m}:${String(s).padStart(2, '0')}.${String(ms % 1000).padStart(3, '0')}`;
-}
-
 main().catch((err) => {
   const ws = $('workspace');
-  if (ws) ws.prepend(h('p', { class: 'notice error' }, `StateLab could not start this view: ${err.message || err}`));
+  if (ws) ws.prepend(h('p', { class: 'notice error' }, `StateLab could not start this view: ${err.message || err}. Reload the page; if it happens again, check that the StateLab server is still running.`));
 });
