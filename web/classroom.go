@@ -201,7 +201,7 @@ func (srv *Server) createClassroom(req ClassroomRequest, base string) (Classroom
 		return ClassroomInfo{}, perr(CodeBadArgs, "%s", strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": "))
 	}
 	if n := srv.ext.rooms.live(srv); n >= srv.maxClassrooms() {
-		return ClassroomInfo{}, perr(CodeSessionLimit, "the server already runs %d classrooms, its limit; end one (it ends %s after its last viewer leaves) or start the server with a higher limit", n, srv.cfg.IdleTimeout)
+		return ClassroomInfo{}, perr(CodeSessionLimit, "the server already runs %d classrooms, its limit; end one (it ends %s after its last viewer leaves) or start the server with a higher --max-classrooms", n, srv.cfg.IdleTimeout)
 	}
 	s, pe := srv.createSession(KindClassroom, t.ID, RunConfig{Spec: spec, Driver: set.Driver})
 	if pe != nil {
@@ -353,7 +353,7 @@ func (srv *Server) openConn(q url.Values) (s *Session, role Role, release func()
 	}
 	if n := room.followers.Add(1); n > int64(srv.maxFollowers()) {
 		room.followers.Add(-1)
-		return nil, 0, release, perr(CodeRoomFull, "classroom %s already has %d followers, its limit; watch on a neighbour's screen, or ask the presenter to raise the limit", room.Code, srv.maxFollowers())
+		return nil, 0, release, perr(CodeRoomFull, "classroom %s already has %d followers, its limit; watch on a neighbour's screen, or ask whoever runs the server to start it with a higher --max-followers", room.Code, srv.maxFollowers())
 	}
 	var once sync.Once
 	return s, RoleFollower, func() { once.Do(func() { room.followers.Add(-1) }) }, nil

@@ -27,6 +27,7 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	fs.StringVar(addr, "listen", "127.0.0.1:8080", "the same as --addr; --listen 0.0.0.0:8080 serves the local network (a classroom) and prints the LAN URL")
 	classroom := fs.String("classroom", "", "open a classroom running this template (wordcount, clicks, article) at start and print its presenter and join URLs")
 	maxFollowers := fs.Int("max-followers", 250, "most followers of one classroom")
+	maxClassrooms := fs.Int("max-classrooms", 8, "most classrooms running at once")
 	data := fs.String("data", "", "directory for session data: Pebble working directories and checkpoints (default: the user's cache directory/statelab)")
 	origins := fs.String("allow-origin", "", "comma-separated extra origins allowed to open WebSockets, e.g. http://localhost:3000 (the app's own origin is always allowed)")
 	maxSessions := fs.Int("max-sessions", 32, "most sessions running at once (forks aside)")
@@ -43,9 +44,14 @@ func runServe(ctx context.Context, args []string, io IO) int {
 		code, _ := usageError(io, fs.Name(), "--max-sessions %d is below 1", *maxSessions)
 		return code
 	}
-	if *maxForks < 1 {
-		code, _ := usageError(io, fs.Name(), "--max-forks %d is below 1", *maxForks)
-		return code
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max-forks", *maxForks}, {"max-followers", *maxFollowers}, {"max-classrooms", *maxClassrooms}} {
+		if f.v < 1 {
+			code, _ := usageError(io, fs.Name(), "--%s %d is below 1", f.name, f.v)
+			return code
+		}
 	}
 	dir := *data
 	if dir == "" {
@@ -68,7 +74,7 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 
-	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, Logger: logger,
+	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, MaxClassrooms: *maxClassrooms, Logger: logger,
 		// The Performance page's quick bench times the WebSocket hub too
 		// (web cannot import webfan, which imports web).
 		Perf: web.PerfConfig{WebFanOut: webfan.FanOut}})
