@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -306,3 +307,34 @@ func TestSeekShowsThePastAndReturns(t *testing.T) {
 }
 
 func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+// sameRun compares the parts of two snapshots that a replay must
+// reproduce: the job, channels, TaskManagers, checkpoints, sources, sinks
+// and counters (not the speed or whether it plays).
+func sameRun(a, b engine.Snapshot) bool {
+	norm := func(s engine.Snapshot) engine.Snapshot {
+		s.Speed, s.Paused, s.Driver = 0, false, ""
+		// Each run has its own directories.
+		tms := make([]engine.TaskManagerView, len(s.TaskManagers))
+		for i, tm := range s.TaskManagers {
+			tm.LocalDir = ""
+			tms[i] = tm
+		}
+		s.TaskManagers = tms
+		return s
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// runDiff names the top-level parts of two snapshots that differ (for test
+// failure messages).
+func runDiff(a, b engine.Snapshot) []string {
+	var out []string
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := 0; i < va.NumField(); i++ {
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			out = append(out, va.Type().Field(i).Name)
+		}
+	}
+	return out
+}
