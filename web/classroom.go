@@ -387,7 +387,7 @@ func (srv *Server) handleClassroomStart(w http.ResponseWriter, r *http.Request) 
 // used).
 func (srv *Server) handleClassroomForm(w http.ResponseWriter, r *http.Request) {
 	if !srv.checkOrigin(r) {
-		http.Error(w, "requests from other sites may not start classrooms", http.StatusForbidden)
+		http.Error(w, "requests from other sites may not start classrooms; open /classroom on this server and press the start button there", http.StatusForbidden)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxClassroomBody)

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -282,23 +281,6 @@ func (srv *Server) reaper(ctx context.Context) {
 			srv.reapIdle(now)
 		}
 	}
-}
-
-// checkOrigin allows requests without an Origin header (not a browser, so
-// no cross-site risk), the server's own origin, and the configured ones.
-func (srv *Server) checkOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(u.Host, r.Host) {
-		return true
-	}
-	return slices.ContainsFunc(srv.cfg.AllowOrigins, func(o string) bool { return strings.EqualFold(strings.TrimRight(o, "/"), origin) })
 }
 
 // securityHeaders sets the headers every response carries: a CSP that allows

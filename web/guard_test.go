@@ -1,0 +1,85 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// postClassroomForm posts the /classroom start form with the given headers
+// and returns the status, without following the redirect.
+func postClassroomForm(t *testing.T, ts *testServer, header http.Header) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, ts.hs.URL+"/classroom", strings.NewReader(url.Values{"template": {"wordcount"}, "seed": {"1"}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestClassroomFormOriginPolicy: the app's own form passes however the
+// browser labels it (Chromium sends Origin: null under the pages'
+// Referrer-Policy: no-referrer, with Sec-Fetch-Site: same-origin); every
+// cross-site form post is refused, including one whose Origin differs only
+// in scheme.
+func TestClassroomFormOriginPolicy(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.MaxClassrooms = 64 })
+	own := ts.hs.URL
+	tests := []struct {
+		name   string
+		header http.Header
+		want   int
+	}{
+		{"the app's own form in Chromium (Origin null, same-origin)", http.Header{"Origin": {"null"}, "Sec-Fetch-Site": {"same-origin"}}, http.StatusSeeOther},
+		{"the app's own form with its Origin", http.Header{"Origin": {own}, "Sec-Fetch-Site": {"same-origin"}}, http.StatusSeeOther},
+		{"an older browser sending its Origin only", http.Header{"Origin": {own}}, http.StatusSeeOther},
+		{"no browser at all (curl)", http.Header{}, http.StatusSeeOther},
+		{"a foreign Origin", http.Header{"Origin": {"http://evil.example"}}, http.StatusForbidden},
+		{"a foreign Origin, cross-site", http.Header{"Origin": {"http://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"Origin null from another site (sandboxed frame)", http.Header{"Origin": {"null"}, "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"Origin null without Sec-Fetch-Site", http.Header{"Origin": {"null"}}, http.StatusForbidden},
+		{"cross-site whatever the Origin says", http.Header{"Origin": {own}, "Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"cross-site without an Origin", http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"another port of the same site", http.Header{"Origin": {"http://127.0.0.1:1"}, "Sec-Fetch-Site": {"same-site"}}, http.StatusForbidden},
+		{"the same host with another scheme", http.Header{"Origin": {"https://" + strings.TrimPrefix(own, "http://")}}, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, postClassroomForm(t, ts, tt.header))
+		})
+	}
+}
+
+// TestWebSocketOriginNeedsScheme: a page served over https on the same
+// host:port is another origin; its WebSocket is refused.
+func TestWebSocketOriginNeedsScheme(t *testing.T) {
+	ts := newTestServer(t, nil)
+	h := http.Header{"Origin": {"https://" + strings.TrimPrefix(ts.hs.URL, "http://")}}
+	_, resp, err := websocketDial(ts, "template=wordcount", h)
+	require.Error(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// websocketDial dials query on ts and returns the handshake's response.
+func websocketDial(ts *testServer, query string, h http.Header) (*websocket.Conn, *http.Response, error) {
+	c, resp, err := websocket.DefaultDialer.Dial(ts.wsURL(query), h)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if c != nil {
+		ts.t.Cleanup(func() { c.Close() })
+	}
+	return c, resp, err
+}
