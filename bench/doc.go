@@ -14,7 +14,7 @@
 //     groups against hash % parallelism on the same Pebble data, both
 //     writing each new subtask's keys in key order into one SST file that
 //     is ingested), and the
-//     WebSocket fan-out (FanOutFunc; package bench/webfan times StateLab's
+//     WebSocket fan-out (FanOutFunc; web.MeasureFanOut times StateLab's
 //     own web server).
 //   - Their baselines: RunBarePipeline, RunBareWordCount, CountWithBareMap,
 //     CountWithBarePebble, CountWithBarePebbleParallel, BareHubFanOut.

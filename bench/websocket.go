@@ -162,7 +162,7 @@ func (h *bareHub) run() {
 // FanOutWith connects viewers clients with dial, waits until joined() says
 // the server has them all, starts publish, and has every viewer read frames
 // until it has counted want events in "events" frames. The bare hub and
-// StateLab's web server (package bench/webfan) both use it, so both are read
+// StateLab's web server (web.MeasureFanOut) both use it, so both are read
 // the same way.
 func FanOutWith(ctx context.Context, viewers, want int, dial func() (*websocket.Conn, error), joined func() int, publish func()) (FanOutResult, error) {
 	conns := make([]*websocket.Conn, 0, viewers)

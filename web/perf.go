@@ -39,9 +39,9 @@ type PerfConfig struct {
 	// Cooldown is the least time from the end of one run to the start of
 	// the next (default 30s), so one page cannot keep the machine busy.
 	Cooldown time.Duration
-	// WebFanOut times StateLab's own WebSocket hub (bench/webfan.FanOut;
-	// cmd/statelab passes it, since webfan imports web). Nil leaves the
-	// WebSocket group out of the page's run.
+	// WebFanOut times StateLab's own WebSocket hub (MeasureFanOut, which
+	// cmd/statelab passes). Nil leaves the WebSocket group out of the page's
+	// run.
 	WebFanOut bench.FanOutFunc
 	// Disabled shows the committed results only, with no run button.
 	Disabled bool

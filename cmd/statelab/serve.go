@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/statelab/statelab/bench/webfan"
 	"github.com/statelab/statelab/web"
 )
 
@@ -75,9 +74,8 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 
 	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, MaxClassrooms: *maxClassrooms, Logger: logger,
-		// The Performance page's quick bench times the WebSocket hub too
-		// (web cannot import webfan, which imports web).
-		Perf: web.PerfConfig{WebFanOut: webfan.FanOut}})
+		// The Performance page's quick bench times the WebSocket hub too.
+		Perf: web.PerfConfig{WebFanOut: web.MeasureFanOut}})
 	if err != nil {
 		code, _ := usageError(io, fs.Name(), "%v", err)
 		return code

@@ -1,4 +1,4 @@
-package webfan
+package web
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"github.com/statelab/statelab/bench"
 )
 
-func TestFanOutThroughTheWebServerDeliversEveryEvent(t *testing.T) {
+func TestMeasureFanOutThroughTheWebServerDeliversEveryEvent(t *testing.T) {
 	events := bench.FanOutEvents(200)
 	for _, v := range []int{1, 4} {
-		res, err := FanOut(context.Background(), v, events)
+		res, err := MeasureFanOut(context.Background(), v, events)
 		require.NoError(t, err)
 		assert.Equal(t, int64(v*200), res.Delivered, "%d viewers", v)
 		assert.Positive(t, res.Elapsed)
 	}
 }
 
-func TestFanOutNeedsAViewer(t *testing.T) {
-	_, err := FanOut(context.Background(), 0, bench.FanOutEvents(1))
+func TestMeasureFanOutNeedsAViewer(t *testing.T) {
+	_, err := MeasureFanOut(context.Background(), 0, bench.FanOutEvents(1))
 	assert.Error(t, err)
 }
