@@ -1,0 +1,39 @@
+package savepoint
+
+import (
+	"testing"
+)
+
+// FuzzRead feeds Read arbitrary bytes, seeded with the real KafkaSource
+// savepoint and hand-assembled files of every version: it must never panic,
+// and whatever it accepts must summarise and plan without panicking.
+//
+//	go test -run '^$' -fuzz FuzzRead -fuzztime 60s ./savepoint/
+func FuzzRead(f *testing.F) {
+	if b := kafkaSavepointOrNil(); b != nil {
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	for _, v := range []int32{3, 5, 6, 7} {
+		x := header(v, 1).i32(0).i32(1)
+		opHead(x, v, "n", "u", 1, 2, 2, 4)
+		x.u8(0).i32(1)
+		emptySubtask(x, v, 0)
+		f.Add(x.bytes())
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Read(b)
+		if err != nil {
+			return
+		}
+		rep := NewReport(m)
+		if len(rep.Operators) != len(m.Operators) {
+			t.Fatalf("report has %d operators, metadata %d", len(rep.Operators), len(m.Operators))
+		}
+		for i := range m.Operators {
+			for _, p := range []int{1, 3} {
+				_, _ = NewPlan(&m.Operators[i], p)
+			}
+		}
+	})
+}
