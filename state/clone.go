@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Copies of live state, for a job that forks: the engine copies a running
@@ -21,14 +23,23 @@ var cloneTarget = SnapshotTarget{CheckpointID: 1, Savepoint: true}
 
 // CloneKeyedBackend returns an independent backend with b's state, made
 // for cfg (the copy's own local directory for pebble; the same key-group
-// range and max parallelism as b). It goes through a full snapshot in
-// memory, so it works for every backend and both share nothing; the copy
-// reports b's metrics. Incremental snapshots of the copy start afresh (its
-// first one uploads every file), since its files are its own.
+// range and max parallelism as b); the copy reports b's metrics.
+// Incremental snapshots of the copy start afresh (its first one uploads
+// every file), since its files are its own.
+//
+// A Pebble backend copied to a Pebble backend goes through a Pebble
+// checkpoint into the copy's directory: SST files are hard-linked (they are
+// never rewritten in place), so the copy costs a flush and a few small
+// files, not a second copy of the state in memory — a classroom of forks
+// of one run shares the original's files on disk. Every other pair goes
+// through a full snapshot in memory, so both share nothing.
 func CloneKeyedBackend(b KeyedBackend, cfg KeyedBackendConfig) (KeyedBackend, error) {
 	if b.KeyGroupRange() != cfg.KeyGroupRange || b.MaxParallelism() != cfg.MaxParallelism {
 		return nil, fmt.Errorf("%w: copy of range %v (max parallelism %d) asked for range %v (max parallelism %d)",
 			ErrIncompatible, b.KeyGroupRange(), b.MaxParallelism(), cfg.KeyGroupRange, cfg.MaxParallelism)
+	}
+	if pb, ok := b.(*pebbleBackend); ok && cfg.Kind == Pebble {
+		return clonePebble(pb, cfg)
 	}
 	scratch, err := NewCheckpointStorage(StorageConfig{Kind: JobManagerStorage, JobID: "copy", MaxStateSize: 1 << 40})
 	if err != nil {
@@ -195,4 +206,46 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(to, data, 0o644)
 	})
+}
+
+// clonePebble copies a Pebble backend through a Pebble checkpoint (hard
+// links to its SST files) into cfg.Dir, as Flink's RocksDB backend takes
+// its local checkpoints (RocksDB's Checkpoint::CreateCheckpoint). The
+// memtable is flushed first: the WAL is off, so a checkpoint alone would not
+// hold what is only in memory.
+func clonePebble(b *pebbleBackend, cfg KeyedBackendConfig) (_ KeyedBackend, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if b.closed {
+		return nil, fmt.Errorf("state: copy keyed backend: %w", ErrClosed)
+	}
+	if err := prepareDir(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("state: copy keyed backend: %w", err)
+	}
+	nb := newPebbleBackend(cfg)
+	defer func() {
+		if err != nil {
+			if nb.db != nil {
+				_ = nb.db.Close()
+			}
+			_ = os.RemoveAll(cfg.Dir)
+		}
+	}()
+	if err := b.db.Flush(); err != nil {
+		return nil, fmt.Errorf("state: copy keyed backend: flush memtable: %w", err)
+	}
+	if err := b.db.Checkpoint(nb.dbDir, pebble.WithFlushedWAL()); err != nil {
+		return nil, fmt.Errorf("state: copy keyed backend: pebble checkpoint into %s: %w", nb.dbDir, err)
+	}
+	db, err := openPebble(nb.dbDir, cfg.Logger, false)
+	if err != nil {
+		return nil, fmt.Errorf("state: copy keyed backend: open the copy in %s: %w", nb.dbDir, err)
+	}
+	nb.db = db
+	nb.states = slices.Clone(b.states)
+	nb.byName = maps.Clone(b.byName)
+	nb.render = slices.Clone(b.render)
+	setMetrics(nb, metricsOf(b))
+	return nb, nil
 }
