@@ -28,8 +28,11 @@ type Plan struct {
 	// MovedKeyGroups are the key groups whose owner changes.
 	MovedKeyGroups []int         `json:"movedKeyGroups"`
 	Subtasks       []PlanSubtask `json:"subtasks"`
-	// Notes say what the plan leaves out (raw state, coordinator state).
-	Notes []string `json:"notes,omitempty"`
+	// Notes say what the plan leaves out (raw state, coordinator state);
+	// RawState and Coordinator say the same for a page to word itself.
+	Notes       []string `json:"notes,omitempty"`
+	RawState    bool     `json:"rawState,omitempty"`
+	Coordinator bool     `json:"coordinator,omitempty"`
 }
 
 // PlanSubtask is one new subtask's share.
@@ -184,6 +187,7 @@ func NewPlan(op *OperatorState, to int) (*Plan, error) {
 		}
 		p.Subtasks = append(p.Subtasks, ps)
 	}
+	p.RawState, p.Coordinator = raw, coord
 	if raw {
 		p.Notes = append(p.Notes, "raw operator or keyed state is present; its restore follows the same rules but is not shown")
 	}

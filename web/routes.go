@@ -36,8 +36,9 @@ func (srv *Server) routes() *http.ServeMux {
 	srv.classroomRoutes(mux)
 	mux.HandleFunc("GET /api/keygroup", srv.handleKeyGroup)
 	mux.HandleFunc("GET /api/sessions/{id}/tasks/{task}/state", srv.handleTaskState)
-	srv.attachRoutes(mux) // web/attach.go
-	srv.perfRoutes(mux)   // web/perf.go
+	srv.attachRoutes(mux)    // web/attach.go
+	srv.savepointRoutes(mux) // web/savepoint.go
+	srv.perfRoutes(mux)      // web/perf.go
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")

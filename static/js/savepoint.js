@@ -1,0 +1,281 @@
+// The savepoint page: pick (or drop) a Flink _metadata file, or the savepoint
+// directory holding one. The browser keeps the file's bytes and sends them to
+// POST /api/savepoint/inspect (the report) and POST /api/savepoint/plan
+// (?operator=&parallelism=, the rescale plan); the server reads them in memory
+// and keeps nothing. Everything shown comes from those two answers.
+
+import { h, s, clear, $ } from './dom.js';
+import { loadCatalog, t } from './i18n.js';
+import { bytes, num } from './format.js';
+import { ownerColor } from './palette.js';
+
+const page = $('savepoint');
+const maxBytes = Number(page.dataset.maxBytes) || 32 << 20;
+const statusEl = $('sp-status');
+const errorEl = $('sp-error');
+const summaryEl = $('sp-summary');
+const graphEl = $('sp-graph');
+const opsEl = $('sp-operators');
+const planPanel = $('sp-plan-panel');
+const planForm = $('sp-plan-form');
+const planOp = $('sp-plan-operator');
+const planPar = $('sp-plan-parallelism');
+const planEl = $('sp-plan');
+
+let file = null; // the Blob last read; the plan sends it again
+let report = null;
+
+function showError(msg) {
+  errorEl.textContent = msg;
+  errorEl.hidden = !msg;
+}
+
+async function post(path, blob) {
+  const r = await fetch(path, { method: 'POST', body: blob, headers: { 'Content-Type': 'application/octet-stream', Accept: 'application/json' } });
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(body.message || t('savepoint.err.http', { status: r.status }));
+  return body;
+}
+
+async function load(blob, name) {
+  showError('');
+  if (blob.size > maxBytes) {
+    showError(t('savepoint.err.tooLarge', { size: bytes(blob.size), max: bytes(maxBytes) }));
+    return;
+  }
+  statusEl.textContent = t('savepoint.reading', { name });
+  try {
+    report = await post('/api/savepoint/inspect', blob);
+    file = blob;
+  } catch (e) {
+    statusEl.textContent = '';
+    showError(t('savepoint.err.read', { name, message: e.message }));
+    return;
+  }
+  statusEl.textContent = t('savepoint.read', { name, size: bytes(blob.size) });
+  render(report);
+}
+
+// A directory pick: the _metadata at its top level (or the only one inside).
+function fromDirectory(files) {
+  const metas = [...files].filter((f) => f.name === '_metadata');
+  metas.sort((a, b) => (a.webkitRelativePath || '').split('/').length - (b.webkitRelativePath || '').split('/').length);
+  return metas[0] || null;
+}
+
+$('sp-file').addEventListener('change', (e) => {
+  const f = e.target.files[0];
+  if (f) load(f, f.name);
+});
+$('sp-dir').addEventListener('change', (e) => {
+  const f = fromDirectory(e.target.files);
+  if (!f) {
+    showError(t('savepoint.err.noMetadata'));
+    return;
+  }
+  load(f, f.webkitRelativePath || f.name);
+});
+const drop = $('sp-drop');
+drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
+drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+drop.addEventListener('drop', (e) => {
+  e.preventDefault();
+  drop.classList.remove('over');
+  const f = e.dataTransfer.files[0];
+  if (f) load(f, f.name);
+});
+
+function opLabel(op) {
+  return op.name || op.uid || op.id.slice(0, 8) + '…';
+}
+
+function render(rep) {
+  renderSummary(rep);
+  renderGraph(rep);
+  clear(opsEl);
+  rep.operators.forEach((op, i) => opsEl.append(renderOperator(op, i)));
+  clear(planOp);
+  rep.operators.forEach((op) => planOp.append(h('option', { value: op.id }, `${opLabel(op)} (${op.id})`)));
+  const stateful = rep.operators.find((op) => op.stateBytes > 0);
+  if (stateful) planOp.value = stateful.id;
+  planPanel.hidden = rep.operators.length === 0;
+  clear(planEl);
+}
+
+function renderSummary(rep) {
+  clear(summaryEl).hidden = false;
+  const p = rep.properties;
+  let kind = t('savepoint.kindUnknown');
+  if (p) kind = p.snapshotType === 'SavepointType' ? t('savepoint.kindSavepoint', { format: p.formatType || '?', name: p.name || '' }) : t('savepoint.kindCheckpoint', { name: p.name || '' });
+  summaryEl.append(
+    h('h2', {}, t('savepoint.summaryTitle')),
+    h('dl', { class: 'sp-facts' },
+      h('dt', {}, t('savepoint.version')), h('dd', { id: 'sp-version' }, String(rep.version)),
+      h('dt', {}, t('savepoint.checkpointId')), h('dd', { id: 'sp-checkpoint' }, String(rep.checkpointId)),
+      h('dt', {}, t('savepoint.kind')), h('dd', { id: 'sp-kind' }, kind),
+      h('dt', {}, t('savepoint.size')), h('dd', {}, bytes(rep.size)),
+      h('dt', {}, t('savepoint.operators')), h('dd', { id: 'sp-operator-count' }, String(rep.operators.length)),
+      h('dt', {}, t('savepoint.masterStates')), h('dd', {}, rep.masterStates.length ? rep.masterStates.map((m) => `${m.name} (${bytes(m.bytes)})`).join(', ') : t('savepoint.none'))),
+  );
+  if (rep.propertiesError) summaryEl.append(h('p', { class: 'hint' }, t('savepoint.propertiesError', { message: rep.propertiesError })));
+}
+
+// The operators as boxes, in the order the file lists them: _metadata holds
+// no edges (the job graph is not saved), so they are not joined.
+function renderGraph(rep) {
+  clear(graphEl).hidden = false;
+  graphEl.append(h('h2', {}, t('savepoint.graphTitle')), h('p', { class: 'hint' }, t('savepoint.graphHint')));
+  const w = 250, gap = 16, hgt = 78;
+  const svg = s('svg', { class: 'sp-graph-svg', viewBox: `0 0 ${rep.operators.length * (w + gap)} ${hgt + 4}`, role: 'img', 'aria-label': t('savepoint.graphTitle') });
+  rep.operators.forEach((op, i) => {
+    const x = i * (w + gap) + 2;
+    const g = s('g', { class: 'sp-node', 'data-operator': op.id },
+      s('rect', { x, y: 2, width: w, height: hgt, rx: 6, class: op.stateBytes > 0 ? 'stateful' : 'stateless' }),
+      s('text', { x: x + 8, y: 20, class: 'name' }, opLabel(op)),
+      s('text', { x: x + 8, y: 38 }, t('savepoint.nodeParallelism', { p: op.parallelism, max: op.maxParallelism })),
+      s('text', { x: x + 8, y: 56 }, t('savepoint.nodeState', { size: bytes(op.stateBytes) })),
+    );
+    if (op.coordinatorBytes > 0) g.append(s('text', { x: x + 8, y: 74 }, t('savepoint.nodeCoordinator', { size: bytes(op.coordinatorBytes) })));
+    g.addEventListener('click', () => $(`sp-op-${op.id}`)?.scrollIntoView({ behavior: 'smooth' }));
+    svg.append(g);
+  });
+  graphEl.append(h('div', { class: 'sp-graph-scroll' }, svg));
+}
+
+function renderOperator(op) {
+  const card = h('section', { class: 'panel sp-operator', id: `sp-op-${op.id}`, 'data-operator': op.id });
+  card.append(h('h2', {}, opLabel(op)),
+    h('p', { class: 'sp-op-facts' },
+      h('code', {}, op.id), ' · ',
+      op.name ? [t('savepoint.name'), ' ', h('strong', {}, op.name), ' · '] : null,
+      op.uid ? ['uid ', h('strong', {}, op.uid), ' · '] : null,
+      t('savepoint.nodeParallelism', { p: op.parallelism, max: op.maxParallelism })));
+  if (op.fullyFinished) card.append(h('p', { class: 'hint' }, t('savepoint.fullyFinished')));
+  if (op.coordinatorBytes > 0) {
+    const c = op.coordinator;
+    let text = t('savepoint.coordinator', { size: bytes(op.coordinatorBytes) });
+    if (c && c.kafkaPartitions) text += ' ' + t('savepoint.kafkaEnumerator', { n: c.kafkaPartitions.length, partitions: c.kafkaPartitions.map((p) => `${p.topic}-${p.partition}`).join(', ') });
+    card.append(h('p', { class: 'sp-coordinator' }, text));
+  }
+  const keyed = op.subtasks.some((st) => st.keyedState.length > 0);
+  if (keyed) card.append(keyGroupStrip(op));
+  const table = h('table', { class: 'sp-subtasks' },
+    h('thead', {}, h('tr', {}, h('th', {}, t('savepoint.subtask')), h('th', {}, t('savepoint.operatorState')), h('th', {}, t('savepoint.keyedState')))));
+  const body = h('tbody');
+  for (const st of op.subtasks) {
+    const tr = h('tr', { 'data-subtask': st.subtask });
+    tr.append(h('th', { scope: 'row' }, h('span', { class: 'sp-swatch', 'data-owner': st.subtask }, svgSwatch(st.subtask)), ` ${st.subtask}`));
+    if (st.finished) {
+      tr.append(h('td', { colspan: 2, class: 'muted' }, t('savepoint.finished')));
+    } else {
+      tr.append(h('td', {}, st.operatorState.length ? st.operatorState.map(renderList) : h('span', { class: 'muted' }, t('savepoint.none'))),
+        h('td', {}, st.keyedState.length ? st.keyedState.map((k) => h('div', { class: 'sp-keyed' },
+          t('savepoint.keyedRange', { start: k.start, end: k.end, size: bytes(k.bytes) }), ' ', h('span', { class: 'muted' }, `${k.kind}, ${k.location}`))) : h('span', { class: 'muted' }, t('savepoint.none'))));
+    }
+    body.append(tr);
+  }
+  table.append(body);
+  card.append(table);
+  return card;
+}
+
+function svgSwatch(i) {
+  return s('svg', { width: 12, height: 12, 'aria-hidden': 'true' }, s('rect', { width: 12, height: 12, rx: 2, fill: ownerColor(i) }));
+}
+
+function renderList(l) {
+  const box = h('div', { class: 'sp-list', 'data-state': l.name });
+  box.append(h('div', {}, h('strong', {}, l.name), ' ', h('span', { class: 'sp-mode' }, l.mode), ' ',
+    t('savepoint.elements', { n: l.elements, size: bytes(l.bytes) })));
+  if (l.values && l.values.length) {
+    const ol = h('ol', { class: 'sp-values', start: 0 });
+    for (const v of l.values.slice(0, 50)) ol.append(h('li', { class: 'sp-value' }, h('span', { class: 'muted' }, v.type || ''), ' ', valueText(v)));
+    if (l.values.length > 50) ol.append(h('li', { class: 'muted' }, t('savepoint.more', { n: l.values.length - 50 })));
+    box.append(ol);
+  }
+  if (l.notDecoded) box.append(h('p', { class: 'hint' }, t('savepoint.notDecoded', { reason: l.notDecoded })));
+  return box;
+}
+
+function valueText(v) {
+  const x = v.value;
+  if (v.type === 'KafkaPartitionSplit') {
+    if (x.stoppingOffset === undefined) return t('savepoint.kafkaSplitUnbounded', { topic: x.topic, partition: x.partition, offset: x.startingOffset });
+    return t('savepoint.kafkaSplit', { topic: x.topic, partition: x.partition, offset: x.startingOffset, stop: x.stoppingOffset });
+  }
+  return typeof x === 'string' ? x : JSON.stringify(x);
+}
+
+// The key-group strip of the saved state: one cell per key group, its width
+// proportional to the bytes the handle records for it (equal widths where a
+// handle has no per-key-group offsets), coloured by the subtask that saved it.
+function keyGroupStrip(op) {
+  const cells = [];
+  for (const st of op.subtasks) {
+    for (const k of st.keyedState) {
+      const n = k.end - k.start + 1;
+      for (let g = k.start; g <= k.end; g++) {
+        const b = k.keyGroupBytes ? k.keyGroupBytes[g - k.start] : k.bytes / Math.max(n, 1);
+        cells.push({ g, b, owner: st.subtask });
+      }
+    }
+  }
+  cells.sort((a, b) => a.g - b.g);
+  const total = cells.reduce((a, c) => a + c.b, 0);
+  const W = 1000, H = 28;
+  const svg = s('svg', { class: 'sp-strip', viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': t('savepoint.stripLabel', { n: cells.length, size: bytes(total) }) });
+  let x = 0;
+  for (const c of cells) {
+    const w = total > 0 ? (c.b / total) * W : W / cells.length;
+    svg.append(s('rect', { x, y: 0, width: Math.max(w, 0), height: H, fill: ownerColor(c.owner), class: 'sp-kg', 'data-key-group': c.g, 'data-bytes': Math.round(c.b) },
+      s('title', {}, t('savepoint.kgTitle', { g: c.g, owner: c.owner, size: bytes(Math.round(c.b)) }))));
+    x += w;
+  }
+  return h('figure', { class: 'sp-strip-figure' }, svg, h('figcaption', { class: 'hint' }, t('savepoint.stripCaption', { n: num(cells.length), size: bytes(total) })));
+}
+
+planForm.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  if (!file) return;
+  showError('');
+  const q = new URLSearchParams({ operator: planOp.value, parallelism: planPar.value });
+  clear(planEl);
+  try {
+    const plan = await post(`/api/savepoint/plan?${q}`, file);
+    renderPlan(plan);
+  } catch (err) {
+    planEl.append(h('p', { class: 'notice error', id: 'sp-plan-error', role: 'alert' }, err.message));
+  }
+});
+
+function renderPlan(p) {
+  planEl.append(h('p', { id: 'sp-plan-summary' }, t('savepoint.planSummary', { from: p.from, to: p.to, max: p.maxParallelism, moved: p.movedKeyGroups.length })));
+  // New owners of every key group; the moved ones outlined.
+  const W = 1000, H = 20, cw = W / p.maxParallelism;
+  const moved = new Set(p.movedKeyGroups);
+  const svg = s('svg', { class: 'sp-strip', viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': t('savepoint.planStrip') });
+  for (const st of p.subtasks) {
+    for (let g = st.range.start; g <= st.range.end; g++) {
+      svg.append(s('rect', { x: g * cw, y: 0, width: cw, height: H, fill: ownerColor(st.subtask), class: moved.has(g) ? 'sp-kg moved' : 'sp-kg', 'data-key-group': g }));
+    }
+  }
+  planEl.append(h('figure', { class: 'sp-strip-figure' }, svg, h('figcaption', { class: 'hint' }, t('savepoint.planStrip'))));
+  const table = h('table', { class: 'sp-plan-table', id: 'sp-plan-table' },
+    h('thead', {}, h('tr', {}, h('th', {}, t('savepoint.newSubtask')), h('th', {}, t('savepoint.keyGroups')), h('th', {}, t('savepoint.keyedReads')), h('th', {}, t('savepoint.operatorState')))));
+  const body = h('tbody');
+  for (const st of p.subtasks) {
+    body.append(h('tr', { 'data-subtask': st.subtask },
+      h('th', { scope: 'row' }, h('span', { class: 'sp-swatch' }, svgSwatch(st.subtask)), ` ${st.subtask}`),
+      h('td', {}, `[${st.range.start}, ${st.range.end}]`),
+      h('td', {}, st.keyedReads.length ? st.keyedReads.map((r) => h('div', {}, t(r.wholeHandle ? 'savepoint.readWhole' : 'savepoint.read1', { old: r.oldSubtask, start: r.range.start, end: r.range.end, size: bytes(r.bytes) }))) : h('span', { class: 'muted' }, t('savepoint.none'))),
+      h('td', {}, st.operatorState.length ? st.operatorState.map((o) => h('div', { class: 'sp-plan-state', 'data-state': o.name },
+        t('savepoint.planState', { name: o.name, mode: o.mode, n: o.elements.length, size: bytes(o.bytes), from: o.elements.map((e) => `${e.oldSubtask}#${e.index}`).join(' ') }))) : h('span', { class: 'muted' }, t('savepoint.none')))));
+  }
+  table.append(body);
+  planEl.append(table);
+  if (p.rawState) planEl.append(h('p', { class: 'hint' }, t('savepoint.noteRaw')));
+  if (p.coordinator) planEl.append(h('p', { class: 'hint' }, t('savepoint.noteCoordinator')));
+}
+
+await loadCatalog(document.body.dataset.lang);
+page.dataset.ready = 'true';

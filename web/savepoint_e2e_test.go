@@ -1,0 +1,64 @@
+package web
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A Flink user opens /savepoint, picks their savepoint's _metadata with the
+// visible file input, and sees what the shared KafkaSource savepoint is known
+// to hold: format version 4, checkpoint 1, two operators at parallelism 3 and
+// max parallelism 128, the source's reader state (SourceReaderState, split
+// distributed) on all three subtasks with the Kafka splits of the enumerator's
+// ten partitions, then a rescale plan to 2 and Flink's refusal above 128.
+func TestBrowserSavepointUploadShowsOperatorsStateAndPlan(t *testing.T) {
+	path, _ := sharedKafkaMetadata(t)
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/savepoint?lang=en"))
+	b.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
+	b.run(chromedp.SetUploadFiles(chromedp.CSS(`#sp-file`), []string{path}))
+	b.waitJS(30*time.Second, "the report", `!document.getElementById('sp-summary').hidden && document.querySelectorAll('.sp-operator').length > 0`)
+	b.shot("savepoint-01-report")
+
+	assert.Equal(t, "4", eval[string](b, `document.getElementById('sp-version').textContent`))
+	assert.Equal(t, "1", eval[string](b, `document.getElementById('sp-checkpoint').textContent`))
+	assert.Contains(t, eval[string](b, `document.getElementById('sp-kind').textContent`), "savepoint")
+	assert.Equal(t, 2, eval[int](b, `document.querySelectorAll('.sp-operator').length`))
+	assert.Equal(t, 2, eval[int](b, `document.querySelectorAll('#sp-graph .sp-node').length`))
+	first := eval[string](b, `document.querySelector('.sp-operator').textContent`)
+	assert.Contains(t, first, "7d246211b2be972287522fe7978b38c1")
+	assert.Contains(t, first, "parallelism 3, max parallelism 128")
+	// Reader state on each of the source's three subtasks, ten splits in all, each partition once.
+	src := `document.querySelector('.sp-operator[data-operator="cb16aa5adb311e8ac72482def19accbe"]')`
+	assert.Equal(t, 3, eval[int](b, src+`.querySelectorAll('.sp-list[data-state="SourceReaderState"]').length`))
+	assert.Contains(t, eval[string](b, src+`.textContent`), "SPLIT_DISTRIBUTE")
+	splits := eval[[]string](b, `[...`+src+`.querySelectorAll('.sp-value')].map(e => e.textContent)`)
+	require.Len(t, splits, 10)
+	seen := map[string]bool{}
+	for _, s := range splits {
+		assert.Contains(t, s, "KafkaPartitionSplit")
+		seen[s] = true
+	}
+	assert.Len(t, seen, 10, "each partition's split once")
+	assert.Contains(t, eval[string](b, src+`.querySelector('.sp-coordinator').textContent`), "10 partitions")
+
+	// The plan for parallelism 2.
+	b.run(chromedp.SetValue(chromedp.CSS(`#sp-plan-operator`), "cb16aa5adb311e8ac72482def19accbe"),
+		chromedp.SetValue(chromedp.CSS(`#sp-plan-parallelism`), "2"))
+	b.clickLive(`#sp-plan-go`)
+	b.waitJS(20*time.Second, "the plan", `document.querySelectorAll('#sp-plan-table tbody tr').length === 2`)
+	total := eval[int](b, `[...document.querySelectorAll('#sp-plan-table .sp-plan-state')].map(e => Number(e.textContent.match(/: (\d+) elements/)[1])).reduce((a, b) => a + b, 0)`)
+	assert.Equal(t, 10, total, "every split restored once")
+	assert.Equal(t, 128, eval[int](b, `document.querySelectorAll('#sp-plan .sp-kg').length`))
+	b.shot("savepoint-02-plan")
+
+	// Above the max parallelism: Flink's refusal, shown.
+	b.run(chromedp.SetValue(chromedp.CSS(`#sp-plan-parallelism`), "200"))
+	b.clickLive(`#sp-plan-go`)
+	b.waitJS(20*time.Second, "the refusal", `!!document.getElementById('sp-plan-error')`)
+	assert.Contains(t, eval[string](b, `document.getElementById('sp-plan-error').textContent`), "maximum parallelism (128)")
+}
