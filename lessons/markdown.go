@@ -4,6 +4,10 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/width"
 )
 
 // RenderMarkdown renders the Markdown subset lessons use (docs/lessons.md)
@@ -207,7 +211,12 @@ func renderInline(s string) string {
 				continue
 			}
 		case s[i] == '\n':
-			b.WriteByte('\n')
+			// A soft line break renders as a space, which Chinese does not
+			// put between characters: between two wide characters the
+			// break joins the lines ("相连\n的" is "相连的", not "相连 的").
+			if !eastAsianBreak(s[:i], s[i+1:]) {
+				b.WriteByte('\n')
+			}
 			i++
 			continue
 		}
@@ -220,6 +229,27 @@ func renderInline(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// eastAsianBreak reports whether a soft line break between before and after
+// joins two East Asian wide or fullwidth characters (Han, kana, CJK
+// punctuation), ignoring emphasis marks at the break: CommonMark's
+// East Asian line-break rule, as CSS Text's segment-break transformation
+// describes it. Hangul, written with spaces, keeps the space.
+func eastAsianBreak(before, after string) bool {
+	before = strings.TrimRight(before, "*_")
+	after = strings.TrimLeft(after, "*_")
+	p, _ := utf8.DecodeLastRuneInString(before)
+	n, _ := utf8.DecodeRuneInString(after)
+	return wideNoSpace(p) && wideNoSpace(n)
+}
+
+func wideNoSpace(r rune) bool {
+	if r == utf8.RuneError || unicode.Is(unicode.Hangul, r) {
+		return false
+	}
+	k := width.LookupRune(r).Kind()
+	return k == width.EastAsianWide || k == width.EastAsianFullwidth
 }
 
 func parseLink(s string) (text, url string, n int, ok bool) {

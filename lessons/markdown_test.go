@@ -23,6 +23,11 @@ func TestRenderMarkdown(t *testing.T) {
 			"<table>\n<thead><tr><th>a</th><th>b</th></tr></thead>\n<tbody>\n<tr><td><code>x|y</code></td><td>2</td></tr>\n</tbody>\n</table>\n"},
 		{"block quote", "> quoted\n> text", "<blockquote>\n<p>quoted\ntext</p>\n</blockquote>\n"},
 		{"chinese", "状态与**检查点**", "<p>状态与<strong>检查点</strong></p>\n"},
+		{"chinese soft break joins the characters", "与之相连\n的任务", "<p>与之相连的任务</p>\n"},
+		{"chinese soft break after emphasis and punctuation", "**检查点**\n和屏障。\n然后", "<p><strong>检查点</strong>和屏障。然后</p>\n"},
+		{"chinese beside latin keeps the break", "使用\nFlink 的\n`count#0`\n状态", "<p>使用\nFlink 的\n<code>count#0</code>\n状态</p>\n"},
+		{"chinese in a list item", "- 一\n  二", "<ul>\n<li>一二</li>\n</ul>\n"},
+		{"english keeps the break", "one\ntwo", "<p>one\ntwo</p>\n"},
 		{"paragraph ends before a list", "intro\n- item", "<p>intro</p>\n<ul>\n<li>item</li>\n</ul>\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
