@@ -57,6 +57,12 @@ func newBrowser(t *testing.T) *browserEnv { return newBrowserWith(t, nil) }
 
 func newBrowserWith(t *testing.T, mod func(*Config)) *browserEnv {
 	t.Helper()
+	return newBrowserFor(t, 3*time.Minute, mod)
+}
+
+// newBrowserFor is newBrowserWith for a test that may take up to d.
+func newBrowserFor(t *testing.T, d time.Duration, mod func(*Config)) *browserEnv {
+	t.Helper()
 	path := chromiumPath()
 	if path == "" {
 		if os.Getenv("E2E") == "1" {
@@ -88,7 +94,7 @@ func newBrowserWith(t *testing.T, mod func(*Config)) *browserEnv {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancelTimeout := context.WithTimeout(ctx, d)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelCtx()
@@ -116,6 +122,28 @@ func (b *browserEnv) shot(name string) string {
 	return p
 }
 
+// clickLive clicks the element sel selects, as a person does (mouse events at
+// its place). The live views redraw: a node found by a query can be replaced
+// before the click reaches it ("Could not find node with given id"), so the
+// click is retried on the live element for up to 20 s.
+func (b *browserEnv) clickLive(sel string) {
+	b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) || b.ctx.Err() != nil {
+			b.shot("click-failed")
+			b.t.Fatalf("click %s: %v", sel, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // eval evaluates a JavaScript expression and decodes its value.
 func eval[T any](b *browserEnv, expr string) T {
 	b.t.Helper()
@@ -134,7 +162,7 @@ func (b *browserEnv) waitJS(d time.Duration, what, expr string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.shot("timeout-" + strings.ReplaceAll(what, " ", "-"))
+			b.shot("timeout-" + strings.NewReplacer(" ", "-", "/", "-", "?", "-", "&", "-", "=", "-").Replace(what))
 			b.t.Fatalf("timed out after %s waiting for %s (%s); last error %v", d, what, expr, err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -391,7 +419,8 @@ func TestBrowserFramesPerSecond(t *testing.T) {
 		b.run(chromedp.Click(chromedp.CSS(`#btn-slower`)))
 		time.Sleep(150 * time.Millisecond)
 	}
-	b.run(chromedp.Click(chromedp.CSS(`input[name=tool][value=inspect]`)), chromedp.Click(chromedp.CSS(`.box-button[data-task="count#0"]`)))
+	b.clickLive(`input[name=tool][value=inspect]`)
+	b.clickLive(`.box-button[data-task="count#0"]`)
 	b.waitJS(20*time.Second, "the inspector's keyed state", `document.querySelectorAll('#inspector table.keyed tbody tr').length > 0`)
 	b.run(chromedp.Evaluate[chromedp.Void](`for (const k in window.statelab.timing) window.statelab.timing[k] = 0`))
 	fps, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](jsFPS(5000), chromedp.EvalAwaitPromise))

@@ -52,7 +52,7 @@ func (srv *Server) routes() *http.ServeMux {
 func (srv *Server) page(w http.ResponseWriter, r *http.Request, active, titleKey string) pages.Page {
 	lang := pickLang(w, r)
 	t := srv.i18n.T(lang)
-	p := pages.Page{Lang: lang, T: t, Title: t(titleKey), Active: active}
+	p := pages.Page{Lang: lang, T: t, Title: t(titleKey), Active: active, MaxParallelism: srv.cfg.Limits.Parallelism}
 	for _, l := range Languages {
 		q := r.URL.Query()
 		q.Set("lang", l.Code)

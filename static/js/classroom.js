@@ -33,7 +33,7 @@ function presenter(app, code) {
   });
   // A fork of the presenter's own opens beside the classroom, never in
   // place of it.
-  app.timeline.onFork = (session) => window.open(`/sandbox/live?session=${encodeURIComponent(session)}`, '_blank', 'noopener');
+  app.timeline.onFork = (session, step) => window.open(`/sandbox/live?session=${encodeURIComponent(session)}&forked=${encodeURIComponent(step ?? '')}`, '_blank', 'noopener');
   const out = $('followers');
   const poll = async () => {
     try {
@@ -53,6 +53,7 @@ function follower(app, room, code) {
   const setMode = (mode) => {
     room.dataset.mode = mode;
     app.timeline.readOnly = mode === 'follow';
+    app.setReadOnly(mode === 'follow');
     app.timeline.render();
     forkBtn.hidden = mode !== 'follow';
     followBtn.hidden = mode === 'follow';
@@ -62,6 +63,7 @@ function follower(app, room, code) {
   };
   const toFork = (session, step) => {
     app.toast(t('toast.forked', { step }));
+    app.forked(session, step);
     app.connect(`session=${encodeURIComponent(session)}`);
     setMode('fork');
   };
@@ -69,10 +71,11 @@ function follower(app, room, code) {
     app.send('fork').then((ack) => toFork(ack.session, ack.step)).catch(() => {});
   });
   followBtn.addEventListener('click', () => {
+    app.unfork();
     app.connect(`classroom=${encodeURIComponent(code)}`);
     setMode('follow');
   });
-  app.timeline.onFork = (session) => toFork(session, '');
+  app.timeline.onFork = (session, step) => toFork(session, step);
   setMode('follow');
 }
 

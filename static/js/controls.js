@@ -6,10 +6,17 @@ import { t } from './i18n.js';
 
 const SPEEDS = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64];
 
+// fire runs a command for a click or a key: a refused command has already
+// been shown (the toast), so its rejection ends here, not as an uncaught
+// promise rejection in the console.
+const fire = (p) => { p.catch(() => {}); };
+
 export class Controls {
   constructor(model, send, actions, toast) {
     this.model = model;
     this.send = send; // (name, args) -> Promise
+    this.toolbar = document.querySelector('.toolbar');
+    this.readOnly = false;
     this.actions = actions;
     this.toast = toast;
     this.play = $('btn-play');
@@ -21,13 +28,13 @@ export class Controls {
     this.seedTouched = false;
 
     this.play.addEventListener('click', () => this.togglePlay());
-    $('btn-step').addEventListener('click', () => this.send('step', { count: 1 }));
+    $('btn-step').addEventListener('click', () => fire(this.send('step', { count: 1 })));
     $('btn-slower').addEventListener('click', () => this.changeSpeed(-1));
     $('btn-faster').addEventListener('click', () => this.changeSpeed(1));
     this.modeStep.addEventListener('click', () => this.setMode('step'));
     this.modeLive.addEventListener('click', () => this.setMode('live'));
-    $('btn-checkpoint').addEventListener('click', () => this.send('trigger-checkpoint').then(() => toast(t('toast.checkpoint'))));
-    $('btn-savepoint').addEventListener('click', () => this.send('trigger-savepoint').then(() => toast(t('toast.savepoint'))));
+    $('btn-checkpoint').addEventListener('click', () => fire(this.send('trigger-checkpoint').then(() => toast(t('toast.checkpoint')))));
+    $('btn-savepoint').addEventListener('click', () => fire(this.send('trigger-savepoint').then(() => toast(t('toast.savepoint')))));
     $('btn-add-tm').addEventListener('click', () => actions.addTM());
     $('btn-help').addEventListener('click', () => this.openHelp());
     $('inject-form').addEventListener('submit', (e) => {
@@ -35,7 +42,7 @@ export class Controls {
       const input = $('inject-text');
       const text = input.value.trim();
       if (!text) { input.focus(); return; }
-      this.send('inject', { text }).then(() => { input.value = ''; toast(t('toast.injected', { text })); });
+      fire(this.send('inject', { text }).then(() => { input.value = ''; toast(t('toast.injected', { text })); }));
     });
     this.seed.addEventListener('input', () => { this.seedTouched = true; });
     $('reset-form').addEventListener('submit', (e) => {
@@ -43,9 +50,25 @@ export class Controls {
       const args = {};
       if (this.seed.value !== '') args.seed = Number(this.seed.value);
       this.seedTouched = false;
-      this.send('reset', args).then(() => toast(t('toast.reset', { seed: args.seed ?? this.model.snap.seed })));
+      fire(this.send('reset', args).then(() => toast(t('toast.reset', { seed: args.seed ?? this.model.snap.seed }))));
     });
     document.addEventListener('keydown', (e) => this.key(e));
+  }
+
+  // setReadOnly greys out every control (a classroom follower watches the
+  // presenter's run); only help stays.
+  setReadOnly(on) {
+    this.readOnly = on;
+    if (on) this.toolbar.setAttribute('aria-describedby', 'room-hint');
+    else this.toolbar.removeAttribute('aria-describedby');
+    this.applyReadOnly();
+  }
+
+  applyReadOnly() {
+    for (const el of this.toolbar.querySelectorAll('button, input')) {
+      if (el.id !== 'btn-help') el.disabled = this.readOnly;
+    }
+    if (!this.readOnly) $('btn-step').disabled = this.model.snap?.driver === 'live';
   }
 
   // update shows the run's state on the controls.
@@ -61,14 +84,14 @@ export class Controls {
     const live = snap.driver === 'live';
     this.modeStep.setAttribute('aria-pressed', String(!live));
     this.modeLive.setAttribute('aria-pressed', String(live));
-    $('btn-step').disabled = live;
+    $('btn-step').disabled = live || this.readOnly;
     if (!this.seedTouched && document.activeElement !== this.seed) this.seed.value = snap.seed;
   }
 
   togglePlay() {
     const snap = this.model.snap;
     if (!snap) return;
-    this.send(snap.paused ? 'resume' : 'pause');
+    fire(this.send(snap.paused ? 'resume' : 'pause'));
   }
 
   changeSpeed(dir) {
@@ -88,7 +111,7 @@ export class Controls {
     const snap = this.model.snap;
     if (!snap || snap.driver === driver) return;
     this.wantSpeed = undefined;
-    this.send('speed', { driver }).then(() => this.toast(t('toast.mode', { mode: t(`mode.${driver}`) })));
+    fire(this.send('speed', { driver }).then(() => this.toast(t('toast.mode', { mode: t(`mode.${driver}`) }))));
   }
 
   openHelp() {
@@ -105,9 +128,11 @@ export class Controls {
     if (this.help.open && e.key !== '?') return;
     const k = e.key;
     const run = (fn) => { e.preventDefault(); fn(); };
+    // Read-only: only the keys that change nothing in the run.
+    if (this.readOnly && !['?', 'l', 'L', 'k', 'K'].includes(k)) return;
     switch (k) {
       case ' ': return run(() => this.togglePlay());
-      case 's': case 'S': return run(() => this.send('step', { count: 1 }));
+      case 's': case 'S': return run(() => fire(this.send('step', { count: 1 })));
       case '+': case '=': return run(() => this.changeSpeed(1));
       case '-': case '_': return run(() => this.changeSpeed(-1));
       case 'm': case 'M': return run(() => this.setMode(this.model.snap?.driver === 'live' ? 'step' : 'live'));

@@ -14,6 +14,9 @@ const ws = $('workspace');
 const slug = root?.dataset.lesson;
 const total = Number(root?.dataset.steps || 0);
 const stepEls = [...document.querySelectorAll('.steps .step')];
+// Code blocks and tables of the text scroll sideways when wide: the
+// keyboard must reach them too (WCAG 2.1.1).
+for (const el of document.querySelectorAll('.md pre, .md table')) el.tabIndex = 0;
 
 // stepFromHash reads #step-N (0 when absent or out of range).
 function stepFromHash() {
@@ -72,7 +75,9 @@ function langLinks() {
   for (const a of document.querySelectorAll('[data-lang-link]')) {
     const q = new URLSearchParams({ lang: a.dataset.langLink });
     if (state.session) q.set('session', state.session);
-    a.href = `/lessons/${encodeURIComponent(slug)}?${q}#step-${step}`;
+    // Step 1 needs no anchor: the page opens at the introduction, not
+    // scrolled down to the first step.
+    a.href = `/lessons/${encodeURIComponent(slug)}?${q}${step > 1 ? `#step-${step}` : ''}`;
   }
 }
 
@@ -177,7 +182,7 @@ function onLesson(m) {
       app.toast(t('lessons.tick', { n, title }));
     }
   }
-  if (!prev || prev.step !== m.step) history.replaceState(null, '', `#step-${m.step}`);
+  if (!prev || prev.step !== m.step) history.replaceState(null, '', m.step > 1 ? `#step-${m.step}` : location.pathname + location.search);
   render();
   // Show the current step: at once when the page opens at a later step
   // (the introduction stays in view at step 1), smoothly when it moves on;

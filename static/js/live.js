@@ -40,6 +40,7 @@ async function main() {
   const quiet = (p) => p.catch(() => {});
 
   const actions = {
+    notify: (msg, kind) => toast(msg, kind),
     crashSubtask: (op, index) => quiet(send('crash-subtask', { operator: op, index })),
     crashTM: (id) => quiet(send('crash-taskmanager', { taskManager: id })),
     restartTM: (id) => quiet(send('restart-taskmanager', { taskManager: id })),
@@ -80,7 +81,22 @@ async function main() {
   const log = new LogView($('log'), $('log-data'), model);
   const explain = new ExplainView($('explain-body'), model, actions);
   const controls = new Controls(model, send, actions, toast);
-  const timeline = new Timeline(ws, model, send, toast, (session) => { location.href = `/sandbox/live?session=${encodeURIComponent(session)}`; });
+  const timeline = new Timeline(ws, model, send, toast, (session, step) => {
+    location.href = `/sandbox/live?session=${encodeURIComponent(session)}&forked=${encodeURIComponent(step ?? '')}`;
+  });
+  explain.timeline = timeline;
+  // A fork plays on from where it was copied, and its story says what it is
+  // a copy of; the page of a fork carries forked=<step> in its address.
+  let resumeFork = null;
+  const forked = (session, step) => {
+    explain.fork = { step: Number(step) || 0 };
+    explain.episode = null;
+    explain.previous = null;
+    explain.dirty = true;
+    resumeFork = session;
+  };
+  const params = new URLSearchParams(location.search);
+  if (params.has('forked') && params.get('session')) forked(params.get('session'), params.get('forked'));
   const views = [graph, strip, inspector, sources, checkpoints, sink, log, explain];
   const names = ['graph', 'strip', 'inspector', 'sources', 'checkpoints', 'sink', 'log', 'explain'];
   // Milliseconds spent per view, for the browser test's frame-rate report.
@@ -107,8 +123,13 @@ async function main() {
     const snap = model.snap;
     if (!snap) return;
     jobName.textContent = snap.job.name;
-    jobStatus.textContent = snap.job.status;
-    jobStatus.className = `badge st-${snap.job.status}`;
+    // A job waiting for slots is RUNNING as Flink reports it, yet nothing
+    // runs: the badge says what it waits for.
+    const waiting = snap.job.waitingForResources && snap.job.status === 'RUNNING';
+    jobStatus.textContent = waiting
+      ? `${snap.job.status} · ${t('status.waitingSlots', { need: snap.job.slotsNeeded, have: snap.job.slotsAvailable })}`
+      : snap.job.status;
+    jobStatus.className = `badge st-${snap.job.status}${waiting ? ' waiting' : ''}`;
     meta.textContent = `${t(`backendName.${snap.backend}`)} · ${t(`mode.${snap.driver}`)} · ${t('status.seed', { seed: snap.seed })}`;
   };
   const clockText = (snap) => (snap.driver === 'step' ? t('status.clockStep', { step: snap.step, time: clock(snap.at) }) : t('status.clockLive', { time: clock(snap.at) }));
@@ -119,6 +140,10 @@ async function main() {
       const t0 = performance.now();
       model.applySnapshot(m);
       timing.messages += performance.now() - t0;
+      if (resumeFork && m.session === resumeFork) {
+        resumeFork = null;
+        if (m.paused) send('resume').catch(() => {});
+      }
       if (!location.search.includes(`session=${m.session}`) && location.pathname.startsWith('/sandbox')) {
         history.replaceState(null, '', `/sandbox/live?session=${encodeURIComponent(m.session)}`);
         for (const a of document.querySelectorAll('[data-lang-link]')) {
@@ -142,7 +167,7 @@ async function main() {
       status.textContent = t(`conn.${state}`) + (detail ? ` — ${detail}` : '');
     },
     onError: (m) => toast(m.message, 'error'),
-    onTimeline: (m) => timeline.update(m),
+    onTimeline: (m) => { timeline.update(m); explain.dirty = true; },
     // A lesson session's progress, for the lesson page (lesson.js).
     onLesson: (m) => document.dispatchEvent(new CustomEvent('statelab:lesson', { detail: m })),
   };
@@ -170,7 +195,20 @@ async function main() {
     });
   };
   requestAnimationFrame(frame);
-  window.statelab = { model, conn, graph, strip, timing, connect, send, toast, timeline };
+  // setReadOnly: a classroom follower sees every control, greyed out, and
+  // the reason beside them (classroom.js); subtasks are then inspected on a click.
+  const setReadOnly = (on) => {
+    ws.dataset.readonly = String(on);
+    controls.setReadOnly(on);
+    graph.setReadOnly(on);
+    for (const input of document.querySelectorAll('input[name="tool"]')) {
+      if (input.value === 'crash') input.disabled = on;
+      if (on && input.value === 'inspect') input.checked = true;
+    }
+    if (!on) graph.setTool(document.querySelector('input[name="tool"]:checked')?.value || 'crash');
+  };
+  const unfork = () => { explain.fork = null; explain.dirty = true; };
+  window.statelab = { model, conn, graph, strip, timing, connect, send, toast, timeline, setReadOnly, forked, unfork };
   document.dispatchEvent(new CustomEvent('statelab:ready', { detail: window.statelab }));
 }
 

@@ -134,7 +134,7 @@ export class Timeline {
     const args = this.viewing() || !ok ? {} : { step: Number(this.range.value) };
     this.send('fork', args).then((ack) => {
       this.toast(t('toast.forked', { step: ack.step }));
-      this.onFork?.(ack.session);
+      this.onFork?.(ack.session, ack.step);
     }).catch(() => {});
   }
 }

@@ -21,6 +21,10 @@ type Page struct {
 	Script string
 	// Wide pages (the live workspace) use the whole window.
 	Wide bool
+	// MaxParallelism is the server's bound on an operator's parallelism
+	// (statelab serve --max-parallelism): the parallelism field on an
+	// operator's head offers no more. 0: no bound but the max parallelism.
+	MaxParallelism int
 }
 
 // LangLink is one entry of the language switch.

@@ -476,7 +476,7 @@ function checkpointsView(job, labels, width) {
       h('td', { class: 'num' }, `${size(x.processedData)} (${size(x.persistedData)})`));
     return x.failureMessage ? [tr, h('tr', { class: 'cp-failure' }, h('td', { colspan: 9 }, x.failureMessage))] : tr;
   });
-  out.push(h('div', { class: 'table-wrap' }, h('table', { class: 'checkpoints attach-cp-table' },
+  out.push(h('div', { class: 'table-wrap', tabindex: 0 }, h('table', { class: 'checkpoints attach-cp-table' },
     h('caption', {}, t('attach.cpTable')),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'ID'), h('th', { scope: 'col' }, 'Status'), th('acknowledged'), th('triggerTime'),
       th('latestAck'), th('endToEnd'), th('checkpointedSize'), th('fullSize'), th('processedPersisted'))),

@@ -4,11 +4,21 @@
 // size, alignment).
 
 import { h, s, clear } from '../dom.js';
-import { t } from '../i18n.js';
+import { t, getLang } from '../i18n.js';
 import { num, bytes, dur } from '../format.js';
 
 const ROWS = 8;
 const WINDOW = 24; // checkpoints on the timeline
+const NOW_W = 40; // room for the "now" label at the axis' end
+
+// failureText is a failed checkpoint's reason: Flink's CheckpointFailureReason
+// explained in the page's language; English pages add the engine's message.
+export function cpFailureText(reason, message) {
+  const key = `cpFailure.${reason}`;
+  const said = reason ? t(key) : key;
+  if (said === key) return message || '';
+  return getLang() === 'en' && message ? `${reason}: ${message}` : `${reason}: ${said}`;
+}
 
 // Events that change the picture; acknowledgements show in the next snapshot.
 const REDRAW = new Set(['checkpoint-triggered', 'checkpoint-completed', 'checkpoint-aborted', 'restore']);
@@ -20,7 +30,7 @@ export class CheckpointsView {
     this.dirty = true;
     this.summary = h('div', { class: 'cp-summary' });
     this.timeline = h('div', { class: 'timeline' });
-    this.table = h('div', { class: 'table-wrap' });
+    this.table = h('div', { class: 'table-wrap', tabindex: 0 });
     clear(root).append(this.summary, this.timeline, this.table);
     new ResizeObserver(() => { this.dirty = true; }).observe(this.timeline);
   }
@@ -47,13 +57,14 @@ export class CheckpointsView {
     // The window: the last WINDOW checkpoints, and the restores among them.
     const hist = cv.history.slice(-WINDOW);
     const first = Math.min(...hist.map((x) => x.triggerTime), now);
-    const restores = this.model.restores.filter((r) => r.at >= first || hist.length < WINDOW);
+    // Only restores up to the moment shown (the timeline may show the past).
+    const restores = this.model.restores.filter((r) => r.at <= now && (r.at >= first || hist.length < WINDOW));
     const start = Math.max(0, Math.min(first, ...restores.map((r) => r.at), now - 1));
     const W = Math.max(300, this.timeline.clientWidth || 600);
     const H = 64;
-    const x = (tm) => 12 + ((W - 24) * (tm - start)) / Math.max(1, now - start);
+    const x = (tm) => 12 + ((W - 24 - NOW_W) * (tm - start)) / Math.max(1, now - start);
     const svg = s('svg', { class: 'timeline-svg', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': t('cp.timelineLabel') });
-    svg.append(s('line', { x1: 12, x2: W - 12, y1: 34, y2: 34, class: 'axis' }));
+    svg.append(s('line', { x1: 12, x2: W - 12 - NOW_W, y1: 34, y2: 34, class: 'axis' }));
     let lastLabel = -Infinity;
     for (const cp of hist) {
       const cx = x(cp.triggerTime);
@@ -74,11 +85,12 @@ export class CheckpointsView {
       const rx = x(r.at);
       svg.append(s('path', { d: `M${rx},44 L${rx + 7},58 L${rx - 7},58 Z`, class: r.checkpoint ? 'restore' : 'restore empty' },
         s('title', {}, r.checkpoint ? t('cp.restoredFrom', { n: r.checkpoint }) : t('cp.restoredEmpty'))));
-      const right = rx > W - 60;
+      const right = rx > W - 60 - NOW_W;
       svg.append(s('text', { x: right ? rx - 10 : rx + 10, y: 57, class: 'restore-label', 'text-anchor': right ? 'end' : 'start' },
         r.checkpoint ? `↺ ${r.checkpoint}` : `↺ ${t('cp.empty')}`));
     }
-    svg.append(s('text', { x: W - 12, y: 12, class: 'now', 'text-anchor': 'end' }, t('cp.now')));
+    // "now" sits at the end of the axis, beside the newest checkpoint, never on its label.
+    svg.append(s('text', { x: W - 12, y: 38, class: 'now', 'text-anchor': 'end' }, t('cp.now')));
     clear(this.timeline).append(svg);
   }
 
@@ -100,7 +112,9 @@ export class CheckpointsView {
         h('td', { class: 'num' }, bytes(cp.checkpointedSize)),
         h('td', { class: 'num' }, bytes(cp.stateSize)),
         h('td', { class: 'num' }, dur(align))));
-      if (cp.failureMessage) tbody.append(h('tr', { class: 'cp-failure' }, h('td', { colspan: 8 }, cp.failureMessage)));
+      if (cp.failureMessage || cp.failureReason) {
+        tbody.append(h('tr', { class: 'cp-failure' }, h('td', { colspan: 8, title: cp.failureMessage || '' }, cpFailureText(cp.failureReason, cp.failureMessage))));
+      }
     }
     const th = (key) => h('th', { scope: 'col', title: t(`${key}.flink`) }, t(key));
     clear(this.table).append(h('table', { class: 'checkpoints' },

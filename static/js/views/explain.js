@@ -6,6 +6,7 @@
 import { h, clear } from '../dom.js';
 import { t } from '../i18n.js';
 import { num, bytes, dur } from '../format.js';
+import { cpFailureText } from './checkpoints.js';
 
 // byPresenter: on a classroom follower's screen (following, not in a fork
 // of one's own) the presenter acted, not the viewer, so the story says who.
@@ -16,6 +17,26 @@ function byPresenter() {
 
 // ta translates a key whose text names who acted ("You crashed …").
 function ta(key, args) { return t(byPresenter() ? `${key}.presenter` : key, args); }
+
+// isSavepoint says whether completed checkpoint n is a savepoint.
+function isSavepoint(snap, n) {
+  return !!snap.checkpoints?.history?.find((c) => c.id === n)?.savepoint;
+}
+
+// failoverText says what a failover restarts from: the latest completed
+// checkpoint, or nothing when none has completed; and the restart strategy.
+function failoverText(snap) {
+  const r = snap.job.restart;
+  const strategy = r?.strategy || 'fixed-delay';
+  const attempts = strategy === 'fixed-delay' || r?.maxAttempts ? t('explain.failover.left', { left: snap.job.restartsLeft }) : '';
+  const key = snap.checkpoints?.counts?.completed > 0 ? 'explain.failover' : 'explain.failover.none';
+  return t(key, { strategy, attempts });
+}
+
+// failureText is a failed checkpoint's reason in the page's language.
+function failureText(e) {
+  return cpFailureText(e.stats?.failureReason || e.failureReason, e.stats?.failureMessage || e.message);
+}
 
 export class ExplainView {
   constructor(root, model, actions) {
@@ -53,6 +74,7 @@ export class ExplainView {
         this.sawCheckpoint = false;
       }
       this.settle();
+      this.followInject();
       this.dirty = true;
       return;
     }
@@ -88,8 +110,10 @@ export class ExplainView {
           } else if (c.name === 'add-taskmanager') {
             if (!this.active('rescale') && !this.active('failover')) this.start('cluster', t('explain.addTm.title'));
           } else if (c.name === 'inject') {
-            this.start('inject', ta('explain.inject.title', { text: c.text }));
-            this.step(t('explain.inject.step', { op: c.operator }));
+            const ep = this.active('inject');
+            if (!ep || ep.data.text !== c.text) {
+              this.start('inject', ta('explain.inject.title', { text: c.text })).data.text = c.text;
+            }
           }
           break;
         }
@@ -119,7 +143,7 @@ export class ExplainView {
           }
           if (!ep.data.failed) {
             ep.data.failed = true;
-            this.step(t('explain.failover', { left: snap.job.restartsLeft }), 'work');
+            this.step(failoverText(snap), 'work');
           }
           break;
         }
@@ -138,8 +162,10 @@ export class ExplainView {
           const cp = e.restore.checkpoint;
           if (!ep.data.restoreTold) {
             ep.data.restoreTold = true;
+            ep.data.restoredFrom = cp;
             if (cp) {
-              this.step(t(ep.kind === 'rescale' ? 'explain.restore.savepoint' : 'explain.restore.checkpoint', { n: cp }));
+              const sp = ep.kind === 'rescale' || isSavepoint(snap, cp);
+              this.step(t(sp ? 'explain.restore.savepoint' : 'explain.restore.checkpoint', { n: cp }));
             } else {
               this.step(t('explain.restore.empty'), 'bad');
             }
@@ -161,6 +187,24 @@ export class ExplainView {
         }
         case 'task-status':
           break;
+        case 'record-injected': {
+          // The command's event may come after this one: start the story here.
+          let ep = this.active('inject');
+          if (!ep || ep.data.offset !== undefined) {
+            ep = this.start('inject', ta('explain.inject.title', { text: e.text }));
+            ep.data.text = e.text;
+          }
+          ep.data.op = e.operator;
+          ep.data.partition = e.partition;
+          ep.data.offset = e.offset;
+          this.step(t('explain.inject.step', { op: e.operator, p: e.partition, offset: num(e.offset) }));
+          // How many records the source reads before it: live while it waits.
+          this.step(() => {
+            const ahead = this.injectAhead(ep);
+            return ahead > 0 ? t('explain.inject.behind', { n: num(ahead), p: ep.data.partition }) : t('explain.inject.next');
+          }, 'wait');
+          break;
+        }
         case 'rescale-started': {
           const from = e.value || this.model.operator(e.operator)?.parallelism;
           this.start('rescale', t('explain.rescale.title', { op: e.operator, from, to: e.parallelism }));
@@ -206,6 +250,7 @@ export class ExplainView {
           this.sawCheckpoint = true;
           if (ep && !ep.data.id) {
             ep.data.id = e.checkpoint;
+            ep.data.savepoint = !!e.savepoint;
             this.step(t(e.savepoint ? 'explain.cp.triggeredSp' : 'explain.cp.triggered', { n: e.checkpoint }));
           }
           break;
@@ -222,8 +267,10 @@ export class ExplainView {
           const ep = this.active('checkpoint');
           if (ep && ep.data.id === e.checkpoint) {
             const st = e.stats || {};
-            this.step(t('explain.cp.done', { n: e.checkpoint, acked: st.acknowledged, total: st.total, d: dur(st.endToEndDuration), size: bytes(st.checkpointedSize) }), 'good');
+            this.step(t(st.savepoint ? 'explain.sp.done' : 'explain.cp.done', { n: e.checkpoint, acked: st.acknowledged, total: st.total, d: dur(st.endToEndDuration), size: bytes(st.checkpointedSize) }), 'good');
             ep.data.completed = true;
+            // A savepoint commits nothing on its own story: it ends here.
+            if (st.savepoint && ep.data.manual) ep.done = true;
           }
           const rs = this.active('rescale');
           if (rs && e.stats?.savepoint) this.step(t('explain.rescale.savepoint', { n: e.checkpoint }));
@@ -241,7 +288,7 @@ export class ExplainView {
         case 'checkpoint-aborted': {
           const ep = this.active('checkpoint');
           if (ep && ep.data.id === e.checkpoint) {
-            this.step(t('explain.cp.aborted', { n: e.checkpoint, message: e.message }), 'bad');
+            this.step(t(ep.data.savepoint ? 'explain.sp.aborted' : 'explain.cp.aborted', { n: e.checkpoint, message: failureText(e) }), 'bad');
             ep.done = true;
           }
           break;
@@ -249,6 +296,28 @@ export class ExplainView {
       }
     }
     this.settle();
+  }
+
+  // injectAhead is how many records of the line's partition the source has
+  // still to read before the typed line (-1 once it has read it).
+  injectAhead(ep) {
+    const sv = this.model.snap.sources.find((x) => x.operator === ep.data.op);
+    const p = sv?.partitions.find((x) => x.partition === ep.data.partition);
+    if (!p) return 0;
+    return p.offset > ep.data.offset ? -1 : ep.data.offset - p.offset;
+  }
+
+  // followInject ends the typed line's story once its source has read it.
+  followInject() {
+    const ep = this.active('inject');
+    if (!ep || ep.data.offset === undefined || this.injectAhead(ep) >= 0) return;
+    const wait = ep.steps.find((st) => typeof st.text === 'function');
+    if (wait) { wait.text = t('explain.inject.waited'); wait.state = 'done'; }
+    const sv = this.model.snap.sources.find((x) => x.operator === ep.data.op);
+    const p = sv?.partitions.find((x) => x.partition === ep.data.partition);
+    const owner = p && p.owner >= 0 ? `${ep.data.op}#${p.owner}` : ep.data.op;
+    this.step(t('explain.inject.read', { task: owner, p: ep.data.partition, offset: num(ep.data.offset) }), 'good');
+    ep.done = true;
   }
 
   // settle ends a failover once every subtask runs again: the job turns
@@ -260,8 +329,10 @@ export class ExplainView {
     const snap = this.model.snap;
     const running = snap.job.status === 'RUNNING' && snap.job.operators.every((o) => o.subtasks.every((st) => st.status === 'RUNNING'));
     if (!running) return;
-    const sem = snap.sinks[0]?.semantics;
-    this.step(t(ep.data.restoreTold ? `explain.running.${sem === 'at-least-once' ? 'alo' : 'eo'}` : 'explain.running.plain'), 'good');
+    const sem = snap.sinks[0]?.semantics === 'at-least-once' ? 'alo' : 'eo';
+    let key = 'explain.running.plain';
+    if (ep.data.restoreTold) key = ep.data.restoredFrom ? `explain.running.${sem}` : `explain.running.empty.${sem}`;
+    this.step(t(key), 'good');
     ep.done = true;
   }
 
@@ -271,7 +342,15 @@ export class ExplainView {
     const parts = [];
     const snap = this.model.snap;
     const read = snap.sources.length > 0 && snap.sources.every((sv) => sv.partitions.every((p) => p.offset >= p.end));
-    if (!this.episode) {
+    // A fork says what it is a copy of, above whatever happens in it.
+    if (this.fork && !this.timeline?.viewing()) {
+      parts.push(h('p', { class: 'intro fork-note' }, t(this.fork.step ? 'explain.fork.step' : 'explain.fork.present', { step: this.fork.step })));
+    }
+    if (this.timeline?.viewing()) {
+      parts.push(this.renderPast());
+    } else if (!this.episode && this.fork) {
+      parts.push(h('p', { class: 'hint' }, t('explain.try')));
+    } else if (!this.episode) {
       const tmpl = this.model.snap.template || '';
       parts.push(h('p', { class: 'intro' }, t(`explain.intro.${tmpl.startsWith('lesson:') ? 'lesson' : tmpl || 'wordcount'}`)));
       parts.push(h('p', { class: 'hint' }, ta('explain.try')));
@@ -281,6 +360,29 @@ export class ExplainView {
     }
     if (read && snap.job.status === 'RUNNING') parts.push(h('p', { class: 'note-end' }, t('explain.inputRead')));
     clear(this.root).append(...parts);
+  }
+
+  // renderPast tells what the panels show while the timeline looks at a past
+  // step: the run as it was then, from the snapshot of that step.
+  renderPast() {
+    const snap = this.model.snap;
+    const ol = h('ol', { class: 'story' });
+    const li = (text, state = 'done') => ol.append(h('li', { class: `st-${state}` }, text));
+    li(t('explain.past.where', { step: snap.step, head: this.timeline.head() }));
+    const down = [];
+    for (const op of snap.job.operators) for (const st of op.subtasks) if (st.status !== 'RUNNING') down.push(`${st.name} ${st.status}`);
+    li(down.length ? t('explain.past.notRunning', { status: snap.job.status, tasks: down.join(', ') }) : t('explain.past.running', { status: snap.job.status }), down.length ? 'bad' : 'good');
+    const lost = snap.taskManagers.filter((tm) => tm.status === 'LOST').map((tm) => tm.id);
+    if (lost.length) li(t('explain.past.lost', { tms: lost.join(', ') }), 'bad');
+    li(t('explain.past.parallelism', { ops: snap.job.operators.map((o) => `${o.id} ${o.parallelism}`).join(' · ') }));
+    const done = snap.checkpoints.history.filter((c) => c.status === 'COMPLETED');
+    const last = done[done.length - 1];
+    li(last ? t(last.savepoint ? 'explain.past.savepoint' : 'explain.past.checkpoint', { n: last.id, count: snap.checkpoints.counts.completed }) : t('explain.past.noCheckpoint'));
+    const marks = (this.timeline.tl.markers || []).filter((m) => m.step <= snap.step);
+    const m = marks[marks.length - 1];
+    if (m) li(t('explain.past.lastMark', { kind: t(`timeline.marker.${m.kind}`), step: m.step }));
+    li(t('explain.past.back'));
+    return h('div', { class: 'episode past' }, h('h3', {}, t('explain.past.title', { step: snap.step })), ol);
   }
 
   renderEpisode(ep, current) {

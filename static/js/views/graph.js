@@ -12,15 +12,31 @@ import { num } from '../format.js';
 import { ownerColor } from '../palette.js';
 
 const LABEL_W = 150; // TaskManager labels on the left
-const HEAD_H = 64; // operator headers on top
+const HEAD_H = 84; // operator headers on top: name, parallelism field, max
 const BOX_W = 156;
-const BOX_H = 62;
+const BOX_H = 74;
 const ROW_GAP = 12;
 const BAND_PAD = 14;
 const BAND_GAP = 12;
 const MAX_PACKETS = 400;
 const PACKETS_PER_CHANNEL = 8;
 const UNASSIGNED = '';
+
+// fitText sets an SVG text and squeezes it into a subtask box when it is
+// wider (five-digit counts, long statuses), instead of drawing over the border.
+const TEXT_W = BOX_W - 20;
+function fitText(el, value) {
+  const v = String(value);
+  if (el.textContent === v && el.dataset.fit === v) return;
+  el.textContent = v;
+  el.dataset.fit = v;
+  el.removeAttribute('textLength');
+  el.removeAttribute('lengthAdjust');
+  if (v && el.getComputedTextLength() > TEXT_W) {
+    el.setAttribute('textLength', TEXT_W);
+    el.setAttribute('lengthAdjust', 'spacingAndGlyphs');
+  }
+}
 
 export class GraphView {
   constructor(root, model, actions) {
@@ -50,6 +66,44 @@ export class GraphView {
     clear(root).append(this.svg, this.overlay);
     new ResizeObserver(() => { this.dirty = true; }).observe(root);
   }
+
+  // maxPar is the highest parallelism the header offers: the operator's max
+  // parallelism (one key group per subtask at least), and no more than the
+  // sandbox's cap (workspace data-max-parallelism) unless it runs more already.
+  maxPar(op) {
+    const cap = Number(this.root.closest('.workspace')?.dataset.maxParallelism || 0);
+    return cap > 0 ? Math.min(op.maxParallelism, Math.max(cap, op.parallelism)) : op.maxParallelism;
+  }
+
+  // parInput is the parallelism field on an operator's head: type a number
+  // and press Enter (or leave the field) to rescale to it.
+  parInput(op) {
+    const max = this.maxPar(op);
+    const id = `par-${op.id}`;
+    const input = h('input', { type: 'number', id, class: 'par-input', min: 1, max, step: 1, value: op.parallelism, inputmode: 'numeric',
+      disabled: this.readOnly, dataset: { focus: `op:${op.id}:p` }, 'aria-label': t('graph.parInput', { op: op.id, max }), title: t('graph.parInput', { op: op.id, max }) });
+    let sent = null; // Enter and the change that follows it ask once
+    const apply = () => {
+      const v = Number(input.value);
+      const cur = this.model.operator(op.id)?.parallelism ?? op.parallelism;
+      if (v === sent) return;
+      if (!Number.isInteger(v) || v < 1 || v > max) {
+        this.actions.notify?.(t('graph.parBad', { op: op.id, value: input.value, max }), 'error');
+        input.value = cur;
+        return;
+      }
+      if (v !== cur) { sent = v; this.actions.rescale(op.id, v); }
+    };
+    input.addEventListener('change', apply);
+    input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); e.stopPropagation(); apply(); } });
+    return h('label', { class: 'op-p', for: id }, h('span', { class: 'op-p-text' }, t('graph.parShort')), input);
+  }
+
+  // setReadOnly greys out the controls on the graph (a classroom follower);
+  // a click on a subtask then inspects it.
+  setReadOnly(on) { this.readOnly = on; this.shape = ''; this.dirty = true; }
+
+  crashing() { return this.tool === 'crash' && !this.readOnly; }
 
   setTool(tool) { this.tool = tool; this.shape = ''; this.dirty = true; }
 
@@ -256,7 +310,8 @@ export class GraphView {
     attr(this.svg, 'viewBox', `0 0 ${L.width} ${L.height}`);
     attr(this.svg, 'width', L.width);
     attr(this.svg, 'height', L.height);
-    this.root.style.height = `${L.height}px`;
+    // A graph wider than its panel scrolls sideways: room for the scrollbar.
+    this.root.style.height = `${L.height + (L.width > this.root.clientWidth ? 16 : 0)}px`;
     clear(this.gBands); clear(this.gChans); clear(this.gQueues); clear(this.gBoxes); clear(this.gBarriers); clear(this.gEdges);
     clear(this.gPackets);
     for (const p of this.packets) p.el = null;
@@ -266,15 +321,16 @@ export class GraphView {
     for (const hd of L.headers) {
       const op = hd.op;
       const el = h('div', { class: 'op-head', dataset: { op: op.id } },
-        h('div', { class: 'op-name' }, op.id, t(`kind.${op.kind}`) !== op.id ? h('span', { class: 'op-kind' }, t(`kind.${op.kind}`)) : null),
+        h('div', { class: 'op-name' }, op.id, t(`kind.${op.kind}`).toLowerCase() !== op.id.toLowerCase() ? h('span', { class: 'op-kind' }, t(`kind.${op.kind}`)) : null),
         h('div', { class: 'op-par' },
           h('button', { type: 'button', class: 'button mini', dataset: { focus: `op:${op.id}:-` }, 'aria-label': t('graph.rescaleDown', { op: op.id, p: op.parallelism - 1 }),
-            title: t('graph.rescaleDown', { op: op.id, p: op.parallelism - 1 }), disabled: op.parallelism <= 1,
+            title: t('graph.rescaleDown', { op: op.id, p: op.parallelism - 1 }), disabled: this.readOnly || op.parallelism <= 1,
             onclick: () => this.actions.rescale(op.id, op.parallelism - 1) }, '−'),
-          h('span', { class: 'op-p' }, t('graph.parallelism', { p: op.parallelism, max: op.maxParallelism })),
+          this.parInput(op),
           h('button', { type: 'button', class: 'button mini', dataset: { focus: `op:${op.id}:+` }, 'aria-label': t('graph.rescaleUp', { op: op.id, p: op.parallelism + 1 }),
-            title: t('graph.rescaleUp', { op: op.id, p: op.parallelism + 1 }), disabled: op.parallelism >= op.maxParallelism,
-            onclick: () => this.actions.rescale(op.id, op.parallelism + 1) }, '+')));
+            title: t('graph.rescaleUp', { op: op.id, p: op.parallelism + 1 }), disabled: this.readOnly || op.parallelism >= this.maxPar(op),
+            onclick: () => this.actions.rescale(op.id, op.parallelism + 1) }, '+')),
+        h('div', { class: 'op-max' }, t('graph.maxParallelism', { max: op.maxParallelism })));
       el.style.left = `${hd.x + 4}px`;
       el.style.width = `${hd.w - 8}px`;
       this.overlay.append(el);
@@ -337,19 +393,20 @@ export class GraphView {
       const bar = s('rect', { width: 6, height: BOX_H, rx: 3, class: 'box-bar' });
       const title = s('text', { x: 14, y: 18, class: 'box-title' }, name);
       const status = s('text', { x: 14, y: 35, class: 'box-status' });
-      const detail = s('text', { x: 14, y: 52, class: 'box-detail' });
+      const detail = s('text', { x: 14, y: 51, class: 'box-detail' });
+      const kgText = s('text', { x: 14, y: 65, class: 'box-detail' });
       const kg = s('rect', { x: BOX_W - 18, y: 8, width: 10, height: 10, rx: 2, class: 'box-kg' });
       const bp = s('rect', { x: 6, y: 0, width: BOX_W - 12, height: 3, class: 'box-bp' });
-      g.append(rect, bar, bp, title, status, detail, kg);
+      g.append(rect, bar, bp, title, status, detail, kgText, kg);
       this.gBoxes.append(g);
       const btn = h('button', { type: 'button', class: 'box-button', dataset: { task: name, focus: `task:${name}` },
-        onclick: () => (this.tool === 'crash' ? this.actions.crashSubtask(p.op.id, p.st.index) : this.actions.inspect(name)) });
+        onclick: () => (this.crashing() ? this.actions.crashSubtask(p.op.id, p.st.index) : this.actions.inspect(name)) });
       btn.style.left = `${p.x}px`;
       btn.style.top = `${p.y}px`;
       btn.style.width = `${BOX_W}px`;
       btn.style.height = `${BOX_H}px`;
       this.overlay.append(btn);
-      this.boxEls.set(name, { g, rect, bar, title, status, detail, kg, bp, btn });
+      this.boxEls.set(name, { g, rect, bar, title, status, detail, kgText, kg, bp, btn });
     }
   }
 
@@ -369,24 +426,24 @@ export class GraphView {
         const used = b.tm.tasks ? new Set(b.tm.tasks.map((x) => x)).size : 0;
         const slots = t('graph.slots', { n: b.tm.slots });
         const st = lost ? t('graph.tmLost') : t('graph.tmAlive');
-        const key = `${b.tm.id}|${lost}|${b.tm.slots}|${used}`;
+        const key = `${b.tm.id}|${lost}|${b.tm.slots}|${used}|${!!this.readOnly}`;
         if (el.box.dataset.key !== key) {
           el.box.dataset.key = key;
           const hadFocus = el.box.contains(document.activeElement);
           clear(el.box).append(
             h('div', { class: `tm-state ${lost ? 'lost' : 'alive'}` }, `${st} · ${slots}`),
             lost
-              ? h('button', { type: 'button', class: 'button mini', dataset: { focus: `tm:${b.tm.id}` }, onclick: () => this.actions.restartTM(b.tm.id) }, t('graph.restartTm'))
-              : h('button', { type: 'button', class: 'button mini danger', dataset: { focus: `tm:${b.tm.id}` }, onclick: () => this.actions.crashTM(b.tm.id),
+              ? h('button', { type: 'button', class: 'button mini', disabled: this.readOnly, dataset: { focus: `tm:${b.tm.id}` }, onclick: () => this.actions.restartTM(b.tm.id) }, t('graph.restartTm'))
+              : h('button', { type: 'button', class: 'button mini danger', disabled: this.readOnly, dataset: { focus: `tm:${b.tm.id}` }, onclick: () => this.actions.crashTM(b.tm.id),
                 'aria-label': t('graph.crashTmLabel', { tm: b.tm.id }) }, t('graph.crashTm')));
           if (hadFocus) el.box.querySelector('button')?.focus();
         }
       } else {
         text(el.label, t('graph.unassigned'));
-        if (el.box.dataset.key !== 'unassigned') {
-          el.box.dataset.key = 'unassigned';
+        if (el.box.dataset.key !== `unassigned|${!!this.readOnly}`) {
+          el.box.dataset.key = `unassigned|${!!this.readOnly}`;
           clear(el.box).append(h('div', { class: 'tm-state lost' }, t('graph.unassignedHint')),
-            h('button', { type: 'button', class: 'button mini', onclick: () => this.actions.addTM() }, t('controls.addTaskManager')));
+            h('button', { type: 'button', class: 'button mini', disabled: this.readOnly, onclick: () => this.actions.addTM() }, t('controls.addTaskManager')));
         }
       }
     }
@@ -398,19 +455,20 @@ export class GraphView {
       text(el.status, st.status + (st.aligning ? ` · ${t('graph.aligning', { cp: st.aligning })}` : ''));
       const parts = [`${t('graph.in')} ${num(st.recordsIn)}`];
       if (tk.op.kind !== 'sink') parts.push(`${t('graph.out')} ${num(st.recordsOut)}`);
-      if (st.keyGroups) parts.push(`KG ${st.keyGroups.start}–${st.keyGroups.end}`);
-      text(el.detail, parts.join(' · '));
+      fitText(el.detail, parts.join(' · '));
+      fitText(el.kgText, st.keyGroups ? `${t('graph.kg')} ${st.keyGroups.start}–${st.keyGroups.end}` : '');
+      fitText(el.status, el.status.textContent);
       const keyed = !!st.keyGroups;
       attr(el.kg, 'fill', keyed ? ownerColor(st.index) : 'none');
       toggle(el.kg, 'hidden', !keyed);
       toggle(el.bp, 'on', st.backpressured);
       const f = this.flash.get(name);
       toggle(el.g, 'flash', f !== undefined && now - f < 1200);
-      const action = this.tool === 'crash' ? t('graph.clickCrash', { task: name }) : t('graph.clickInspect', { task: name });
+      const action = this.crashing() ? t('graph.clickCrash', { task: name }) : t('graph.clickInspect', { task: name });
       const label = `${name}: ${st.status}${st.taskManager ? `, ${st.taskManager}` : ''}${st.keyGroups ? `, ${t('term.keyGroups')} ${st.keyGroups.start}–${st.keyGroups.end}` : ''}. ${action}`;
       attr(el.btn, 'aria-label', label);
       attr(el.btn, 'title', action);
-      toggle(el.btn, 'crash-tool', this.tool === 'crash');
+      toggle(el.btn, 'crash-tool', this.crashing());
     }
     for (const c of snap.channels) {
       const el = this.chanEls.get(c.name);

@@ -78,6 +78,14 @@ export class InspectorView {
     this.fetching = true;
     this.lastFetch = performance.now();
     const task = this.task;
+    // At full speed only a RUNNING subtask answers (a fork or a restart is
+    // still deploying): wait for its task-status event instead of asking.
+    const tk = this.model.tasks.get(task);
+    if (tk && tk.st.status !== 'RUNNING' && this.model.snap.driver === 'live') {
+      this.fetching = false;
+      if (!this.data) clear(this.root).append(h('p', { class: 'empty' }, t('inspector.notRunning', { task, status: tk.st.status })));
+      return;
+    }
     try {
       const d = await this.api.taskState(task);
       if (task === this.task) { this.data = d; this.renderAll(); }
@@ -151,7 +159,7 @@ export class InspectorView {
       const more = h('button', { type: 'button', class: 'button mini', onclick: () => { this.shown += PAGE; this.renderRows(tbody, more); } }, t('inspector.more'));
       parts.push(h('div', { class: 'keyed-head' }, h('h3', {}, t('inspector.keyedState'),
         h('span', { class: 'muted' }, ` ${t('inspector.entries', { n: num(d.total) })}${d.truncated ? ` ${t('inspector.truncated')}` : ''}`)), filter));
-      parts.push(h('div', { class: 'table-wrap' }, h('table', { class: 'keyed' },
+      parts.push(h('div', { class: 'table-wrap', tabindex: 0 }, h('table', { class: 'keyed' },
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('inspector.key')), h('th', { scope: 'col' }, t('term.keyGroup')),
           h('th', { scope: 'col' }, t('inspector.state')), h('th', { scope: 'col', class: 'num' }, t('inspector.value')))), tbody)), more);
       this.renderRows(tbody, more);

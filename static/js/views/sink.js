@@ -70,7 +70,7 @@ export class SinkView {
             h('td', { class: 'num' }, `${d.expected}×`),
             h('td', {}, h('span', { class: `mark ${kind}` }, t(`sink.mark.${kind}`)))));
         }
-        parts.push(h('div', { class: 'table-wrap' }, h('table', { class: 'sinkdiff' },
+        parts.push(h('div', { class: 'table-wrap', tabindex: 0 }, h('table', { class: 'sinkdiff' },
           h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('sink.key')), h('th', { scope: 'col', class: 'num' }, t('sink.value')),
             h('th', { scope: 'col', class: 'num' }, t('sink.got')), h('th', { scope: 'col', class: 'num' }, t('sink.want')), h('th', { scope: 'col' }, ''))), tbody)));
       } else if (!drained && c.losses.length) {

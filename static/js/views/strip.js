@@ -34,7 +34,12 @@ export class StripView {
     if (change.type === 'snapshot') {
       const prev = change.previous;
       const op = this.operator();
-      if (prev && op) {
+      if (prev && op && this.model.snap.step < prev.step) {
+        // Back in time (the timeline): what moved later is not history yet.
+        this.lastMove = null;
+        this.pulse.clear();
+        this.moving.clear();
+      } else if (prev && op) {
         const before = prev.job.operators.find((o) => o.id === op.id);
         if (before && before.parallelism !== op.parallelism) {
           const a = ownersOf(before);
@@ -111,7 +116,7 @@ export class StripView {
     const labels = cell >= 22;
     const w = perRow * cell;
     const hgt = rows * (cell + (labels ? 0 : 0)) + 2;
-    this.svg = s('svg', { class: 'strip-svg', viewBox: `0 0 ${w + 2} ${hgt}`, width: w + 2, height: hgt, tabindex: 0, role: 'grid',
+    this.svg = s('svg', { class: 'strip-svg', viewBox: `0 0 ${w + 2} ${hgt}`, width: w + 2, height: hgt, tabindex: 0, role: 'application',
       'aria-label': t('keygroups.aria', { op: op.id, max }) });
     this.cells = [];
     for (let g = 0; g < max; g++) {

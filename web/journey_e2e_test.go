@@ -1,0 +1,440 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/lessons"
+)
+
+// Journeys are browser tests of what a person does: they click and type
+// only what a person sees, collect every uncaught exception and every failed
+// request of the app's own URLs (there must be none), run axe-core on every
+// page they visit, and save screenshots to $ARTIFACTS.
+
+// axeInstall is the command that installs axe-core where the tests find it.
+const axeInstall = "npm install --no-save --prefix web/testdata axe-core@4"
+
+// axeSource returns axe-core's script: $AXE_CORE (a path to axe.min.js),
+// web/testdata/node_modules or ~/node_modules. Without it the test is
+// skipped, or fails under E2E=1.
+func axeSource(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	var candidates []string
+	if p := os.Getenv("AXE_CORE"); p != "" {
+		candidates = append(candidates, p)
+	}
+	candidates = append(candidates, filepath.Join(filepath.Dir(file), "testdata", "node_modules", "axe-core", "axe.min.js"))
+	if home, err := os.UserHomeDir(); err == nil {
+		candidates = append(candidates, filepath.Join(home, "node_modules", "axe-core", "axe.min.js"))
+	}
+	for _, p := range candidates {
+		if b, err := os.ReadFile(p); err == nil {
+			return string(b)
+		}
+	}
+	msg := "axe-core 4.x is not installed; from the repository's root run: " + axeInstall + " (or set AXE_CORE to an axe.min.js)"
+	if os.Getenv("E2E") == "1" {
+		t.Fatal("E2E=1 but " + msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// journey is a browser tab that records what went wrong on its pages.
+type journey struct {
+	*browserEnv
+	name string
+	axe  string
+
+	mu       sync.Mutex
+	requests map[network.RequestID]string
+	problems []string
+}
+
+// newJourney opens a tab of b's browser that watches for exceptions and
+// failed requests.
+func newJourney(b *browserEnv, name string) *journey { return openJourney(b, name, false) }
+
+// newPerson is newJourney in a browser context of its own (its own cookies
+// and storage): a second person on another machine.
+func newPerson(b *browserEnv, name string) *journey { return openJourney(b, name, true) }
+
+func openJourney(b *browserEnv, name string, isolated bool) *journey {
+	b.t.Helper()
+	j := &journey{name: name, requests: map[network.RequestID]string{}, axe: axeSource(b.t)}
+	opts := []chromedp.ContextOption{chromedp.WithListener(j.listen)}
+	if isolated {
+		opts = append(opts, chromedp.WithNewBrowserContext())
+	}
+	ctx, cancel := chromedp.NewContext(b.ctx, opts...)
+	b.t.Cleanup(cancel)
+	require.NoError(b.t, chromedp.Do(ctx), "open a tab")
+	j.browserEnv = &browserEnv{t: b.t, ctx: ctx, url: b.url, srv: b.srv}
+	b.t.Cleanup(func() {
+		if p := j.problemList(); len(p) > 0 {
+			b.t.Errorf("journey %s: %d problems in the browser:\n  %s", name, len(p), strings.Join(p, "\n  "))
+		}
+	})
+	return j
+}
+
+func (j *journey) listen(ev any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch e := ev.(type) {
+	case *cdpruntime.EventExceptionThrown:
+		d := e.ExceptionDetails
+		text := d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			text += " " + d.Exception.Description
+		}
+		j.problems = append(j.problems, "uncaught: "+text+" at "+d.URL)
+	case *network.EventRequestWillBeSent:
+		j.requests[e.RequestID] = e.Request.URL
+	case *network.EventResponseReceived:
+		if e.Response.Status >= 400 && strings.HasPrefix(e.Response.URL, j.url) {
+			j.problems = append(j.problems, fmt.Sprintf("HTTP %d from %s", e.Response.Status, e.Response.URL))
+		}
+	case *network.EventLoadingFailed:
+		u := j.requests[e.RequestID]
+		if !e.Canceled && strings.HasPrefix(u, j.url) {
+			j.problems = append(j.problems, "request failed: "+u+": "+e.ErrorText)
+		}
+	}
+}
+
+func (j *journey) problemList() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.problems)
+}
+
+// shot saves a screenshot named after the journey.
+func (j *journey) shot(name string) string { return j.browserEnv.shot(j.name + "-" + name) }
+
+// jsOverflow lists the elements that reach past the right edge of the
+// viewport, innermost first, when the page scrolls sideways.
+const jsOverflow = `(() => {
+  const w = window.innerWidth, doc = document.documentElement;
+  if (doc.scrollWidth <= w) return [];
+  const out = [];
+  const clipped = (el) => { for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) if (getComputedStyle(p).overflowX !== 'visible') return true; return false; };
+  for (const el of document.body.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= w + 0.5 || clipped(el)) continue;
+    if ([...el.children].some(c => c.getBoundingClientRect().right > w + 0.5)) continue;
+    let path = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.classList.length ? '.' + [...el.classList].join('.') : '');
+    for (let p = el.parentElement; p && p !== document.body && path.length < 120; p = p.parentElement)
+      path = p.tagName.toLowerCase() + (p.id ? '#' + p.id : '') + (p.classList.length ? '.' + [...p.classList][0] : '') + ' > ' + path;
+    out.push(path + ' right=' + Math.round(r.right));
+    if (out.length >= 8) break;
+  }
+  return ['scrollWidth ' + doc.scrollWidth + ' > innerWidth ' + w, ...out];
+})()`
+
+// fits checks that the page does not scroll sideways.
+func (j *journey) fits(page string) {
+	j.t.Helper()
+	over := eval[[]string](j.browserEnv, jsOverflow)
+	if len(over) > 0 {
+		j.t.Errorf("%s is wider than the window:\n  %s", page, strings.Join(over, "\n  "))
+	}
+}
+
+// axeViolation is one failed axe rule with a few of its nodes.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Count  int      `json:"count"`
+	Nodes  []string `json:"nodes"`
+}
+
+// accessible runs axe-core's WCAG 2.1 A and AA rules on the page.
+func (j *journey) accessible(page string) {
+	j.t.Helper()
+	if !eval[bool](j.browserEnv, `typeof window.axe === 'object'`) {
+		_, err := chromedp.Run(j.ctx, chromedp.Evaluate[chromedp.Void](j.axe))
+		require.NoError(j.t, err, "inject axe-core")
+	}
+	js := `axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, resultTypes: ['violations']})
+	  .then(r => r.violations.map(v => ({id: v.id, impact: v.impact || '', help: v.help, count: v.nodes.length,
+	    nodes: v.nodes.slice(0, 4).map(n => n.target.join(' ') + ' — ' + (n.failureSummary || '').replace(/\s+/g, ' ').slice(0, 220))})))`
+	vs, err := chromedp.Run(j.ctx, chromedp.Evaluate[[]axeViolation](js, chromedp.EvalAwaitPromise))
+	require.NoError(j.t, err, "run axe-core on %s", page)
+	for _, v := range vs {
+		j.t.Errorf("%s: axe %s (%s, %d nodes): %s\n    %s", page, v.ID, v.Impact, v.Count, v.Help, strings.Join(v.Nodes, "\n    "))
+	}
+}
+
+// visit opens a page and waits until it has drawn what it shows.
+func (j *journey) visit(path string) {
+	j.t.Helper()
+	j.run(chromedp.Navigate(j.url + path))
+	j.waitJS(30*time.Second, "the page "+path, `document.readyState === 'complete' && (!document.getElementById('workspace') || document.getElementById('workspace').dataset.ready === 'true')`)
+}
+
+// TestJourneyPhoneAndLaptop opens every page at a phone's 390×844 and a
+// laptop's 1280×800, in English and Chinese: no page scrolls sideways and
+// axe-core finds no WCAG 2.1 AA violation.
+func TestJourneyPhoneAndLaptop(t *testing.T) {
+	b := newBrowserFor(t, 20*time.Minute, nil)
+	j := newJourney(b, "phone-laptop")
+	room, err := b.srv.CreateClassroom(ClassroomRequest{Template: "wordcount"}, b.url)
+	require.NoError(t, err)
+	pagesToVisit := []string{"/", "/sandbox", "/sandbox/live?template=wordcount&seed=1", "/lessons", "/glossary",
+		"/classroom", "/join", "/join/" + room.Code, strings.TrimPrefix(room.PresenterURL, b.url), "/attach", "/performance"}
+	if resp, err := http.Get(b.url + "/savepoint"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			pagesToVisit = append(pagesToVisit, "/savepoint")
+		}
+	}
+	cat, err := lessons.Default()
+	require.NoError(t, err)
+	for _, l := range cat.Lessons {
+		pagesToVisit = append(pagesToVisit, "/lessons/"+l.Slug)
+	}
+	// Filters for working on one page: JOURNEY_PAGES (comma-separated parts
+	// of paths), JOURNEY_SIZES ("390" or "1280"), JOURNEY_LANGS ("en" or "zh").
+	only := os.Getenv("JOURNEY_PAGES")
+	for _, size := range [][2]int64{{390, 844}, {1280, 800}} {
+		if v := os.Getenv("JOURNEY_SIZES"); v != "" && !strings.Contains(v, fmt.Sprint(size[0])) {
+			continue
+		}
+		j.run(chromedp.EmulateViewport(size[0], size[1]))
+		for _, lang := range []string{"en", "zh"} {
+			if v := os.Getenv("JOURNEY_LANGS"); v != "" && !strings.Contains(v, lang) {
+				continue
+			}
+			for _, p := range pagesToVisit {
+				if only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(s string) bool { return strings.Contains(p, s) }) {
+					continue
+				}
+				sep := "?"
+				if strings.Contains(p, "?") {
+					sep = "&"
+				}
+				j.visit(p + sep + "lang=" + lang)
+				name := fmt.Sprintf("%s %s at %dx%d", p, lang, size[0], size[1])
+				j.fits(name)
+				j.accessible(name)
+				slug := strings.Trim(strings.NewReplacer("/", "-", "?", "-", "=", "-", "&", "-").Replace(p), "-")
+				if slug == "" {
+					slug = "home"
+				}
+				j.shot(fmt.Sprintf("%d-%s-%s", size[0], lang, slug))
+			}
+		}
+	}
+}
+
+// jsModel reads the live view's model (only to wait and to check; every
+// action goes through what the page shows).
+const jsSnap = `window.statelab.model.snap`
+
+// typeNumber replaces the number in a field by typing, as a person does:
+// End, backspaces, the digits, Enter.
+func (j *journey) typeNumber(sel string, n int) {
+	j.t.Helper()
+	j.run(chromedp.SendKeys(chromedp.CSS(sel), kb.End+"\b\b\b\b"+fmt.Sprint(n)+"\r"))
+}
+
+// TestJourneyExplorer: a person explores the sandbox — starts one from the
+// home page, crashes a TaskManager, adds one, rescales count to 4 with the
+// field on its head, travels back in time and reads a story about the step
+// shown, forks there, and opens the share link of the fork, which replays
+// the same run.
+func TestJourneyExplorer(t *testing.T) {
+	b := newBrowserFor(t, 8*time.Minute, nil)
+	j := newJourney(b, "explorer")
+	j.run(chromedp.EmulateViewport(1280, 800))
+	j.visit("/?lang=en")
+	j.accessible("home")
+	j.clickLive(`a.entry.primary`)
+	j.waitJS(20*time.Second, "the sandbox chooser", `document.getElementById('sandbox-form') !== null`)
+	j.accessible("sandbox chooser")
+	j.clickLive(`#sandbox-form button[type=submit]`)
+	j.waitJS(30*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`)
+	for range 2 {
+		j.clickLive(`#btn-faster`)
+		time.Sleep(150 * time.Millisecond)
+	}
+	j.waitJS(60*time.Second, "every subtask running and a checkpoint", jsAllRunning+` && `+jsSnap+`.checkpoints.counts.completed >= 1`)
+	j.accessible("sandbox live")
+	j.shot("01-running")
+
+	// Crash a TaskManager: the job waits for a slot, and the badge says so.
+	j.clickLive(`button[aria-label="Crash TaskManager tm-1"]`)
+	j.waitJS(30*time.Second, "the story of the lost TaskManager", `document.getElementById('explain-body').innerText.includes('TaskManager tm-1 crashed')`)
+	j.waitJS(30*time.Second, "the badge waiting for resources", `document.getElementById('job-status').textContent.includes('waiting for resources: needs 2 slots, has 1')`)
+	j.shot("02-taskmanager-lost")
+
+	// Add a TaskManager: the job runs again.
+	j.clickLive(`#btn-add-tm`)
+	j.waitJS(90*time.Second, "every subtask running on the new TaskManager", jsAllRunning+` && `+jsSnap+`.taskManagers.length === 3`)
+	j.waitJS(10*time.Second, "the badge without waiting", `!document.getElementById('job-status').textContent.includes('waiting')`)
+
+	// Rescale count to 4 by typing into the field on its head: four slots
+	// are needed, two are alive; restart tm-1 and add one more.
+	j.typeNumber(`.op-head[data-op="count"] input.par-input`, 4)
+	j.waitJS(60*time.Second, "the rescale waiting for slots", `document.getElementById('job-status').textContent.includes('needs 4 slots, has 2')`)
+	j.shot("03-rescale-waits-for-slots")
+	j.clickLive(`.tm-label button[data-focus="tm:tm-1"]`) // Restart
+	j.clickLive(`#btn-add-tm`)
+	j.waitJS(120*time.Second, "count at parallelism 4, running",
+		`window.statelab.model.operator('count').parallelism === 4 && `+jsAllRunning)
+	j.waitJS(20*time.Second, "the rescale's story", `document.getElementById('explain-body').innerText.includes('count runs with 4 subtasks')`)
+	j.shot("04-count-at-4")
+	head := eval[int](j.browserEnv, jsSnap+`.step`)
+
+	// Back in time with the keyboard on the timeline: the story tells the
+	// step shown, not the present.
+	j.clickLive(`#btn-play`)
+	j.waitJS(10*time.Second, "paused", jsSnap+`.paused`)
+	j.run(chromedp.Focus(chromedp.CSS(`#tl-range`)), chromedp.KeyEvent(kb.Home))
+	for range 3 {
+		j.run(chromedp.KeyEvent(kb.PageUp))
+	}
+	j.waitJS(60*time.Second, "a past step on screen", `document.getElementById('timeline').classList.contains('viewing') && `+jsSnap+`.step < `+fmt.Sprint(head))
+	j.waitJS(60*time.Second, "the seeks to settle", `window.statelab.timeline.tl.view === `+jsSnap+`.step && Number(document.getElementById('tl-range').value) === `+jsSnap+`.step && `+jsSnap+`.step > 0`)
+	j.waitJS(30*time.Second, "the story of the step shown", `(() => { const s = `+jsSnap+`; const text = document.getElementById('explain-body').innerText;
+	  return text.includes('Step ' + s.step + ', in the past') && text.includes('count ' + s.job.operators.find(o => o.id === 'count').parallelism); })()`)
+	past := eval[int](j.browserEnv, jsSnap+`.step`)
+	require.Less(t, past, head)
+	story := eval[string](j.browserEnv, `document.getElementById('explain-body').innerText`)
+	require.NotContains(t, story, "count runs with 4 subtasks", "the present's story is not beside the past")
+	j.shot("05-past-step")
+
+	// Fork here: a copy of the run up to that step, which plays on and says
+	// what it is.
+	old := eval[string](j.browserEnv, jsSnap+`.session`)
+	j.clickLive(`#tl-fork`)
+	j.waitJS(30*time.Second, "the fork's page", `new URLSearchParams(location.search).get('session') !== '`+old+`' && document.getElementById('workspace')?.dataset.ready === 'true'`)
+	j.waitJS(20*time.Second, "the fork's story", `document.getElementById('explain-body').innerText.includes('This is your fork of step `+fmt.Sprint(past)+`')`)
+	j.waitJS(30*time.Second, "the fork playing", `!`+jsSnap+`.paused && `+jsSnap+`.step > `+fmt.Sprint(past))
+	j.accessible("fork")
+	j.shot("06-fork")
+	j.clickLive(`#btn-play`)
+	j.waitJS(10*time.Second, "the fork paused", jsSnap+`.paused`)
+	forkStep := eval[int](j.browserEnv, jsSnap+`.step`)
+	forkSeed := eval[int](j.browserEnv, jsSnap+`.seed`)
+	forkPar := eval[int](j.browserEnv, `window.statelab.model.operator('count').parallelism`)
+
+	// Share link: the same run, replayed.
+	j.clickLive(`#share-menu summary`)
+	j.clickLive(`#share-copy`)
+	j.waitJS(20*time.Second, "the share link", `!document.getElementById('share-link').hidden && document.getElementById('share-link').value.startsWith('http')`)
+	link := eval[string](j.browserEnv, `document.getElementById('share-link').value`)
+	j.shot("07-share-link")
+	j.run(chromedp.Navigate(link))
+	j.waitJS(20*time.Second, "the replay page", `document.getElementById('replay-form') !== null`)
+	j.accessible("replay page")
+	j.clickLive(`#replay-form button[type=submit]`)
+	j.waitJS(60*time.Second, "the shared run", `document.getElementById('workspace')?.dataset.ready === 'true' && `+jsSnap+`.step >= `+fmt.Sprint(forkStep))
+	require.Equal(t, forkSeed, eval[int](j.browserEnv, jsSnap+`.seed`), "the same seed")
+	require.Equal(t, forkPar, eval[int](j.browserEnv, `window.statelab.model.operator('count').parallelism`), "the same parallelism of count")
+	j.accessible("shared run")
+	j.shot("08-shared-run")
+}
+
+const jsFollowerReady = `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`
+
+// TestJourneyTeacher: a teacher starts a classroom with the form on
+// /classroom, lands on the presenter page with its code and QR code; a
+// student in another browser joins by typing the code; the teacher crashes a
+// TaskManager and rescales count; the student sees both, cannot control the
+// run (greyed-out controls, said why), forks, tries a crash in the copy, and
+// goes back to following.
+func TestJourneyTeacher(t *testing.T) {
+	b := newBrowserFor(t, 8*time.Minute, nil)
+	teacher := newJourney(b, "teacher")
+	teacher.run(chromedp.EmulateViewport(1280, 800))
+	teacher.visit("/classroom?lang=en")
+	teacher.accessible("classroom start")
+	teacher.clickLive(`#classroom-form button[type=submit]`)
+	teacher.waitJS(30*time.Second, "the presenter page", `document.getElementById('join-code-big') !== null && `+jsFollowerReady)
+	code := eval[string](teacher.browserEnv, `document.getElementById('join-code-big').textContent`)
+	require.Len(t, code, 6)
+	teacher.waitJS(10*time.Second, "the QR code", `document.getElementById('join-qr').complete && document.getElementById('join-qr').naturalWidth > 100`)
+	teacher.accessible("presenter")
+	teacher.shot("01-presenter")
+
+	student := newPerson(b, "student")
+	student.run(chromedp.EmulateViewport(1280, 800))
+	student.visit("/classroom?lang=en")
+	student.run(chromedp.SendKeys(chromedp.CSS(`#join-code`), strings.ToLower(code)))
+	student.clickLive(`#join-form button[type=submit]`)
+	student.waitJS(30*time.Second, "the follower's view", `document.getElementById('classroom')?.dataset.mode === 'follow' && `+jsFollowerReady)
+	room := eval[string](student.browserEnv, jsSnap+`.session`)
+	require.Equal(t, room, eval[string](teacher.browserEnv, jsSnap+`.session`), "the student watches the teacher's run")
+	teacher.waitJS(10*time.Second, "the follower count", `document.getElementById('followers').textContent.includes('1 following')`)
+
+	// The student's controls are there, greyed out, with the reason.
+	student.waitJS(10*time.Second, "greyed-out controls", `document.getElementById('btn-play').disabled && document.getElementById('btn-add-tm').disabled &&
+	  [...document.querySelectorAll('.tm-label button, .op-head button, .op-head input')].every(b => b.disabled)`)
+	require.Contains(t, eval[string](student.browserEnv, `document.getElementById('room-hint').innerText`), "greyed out because the presenter")
+	student.accessible("follower")
+	student.shot("02-follower")
+
+	for range 2 {
+		teacher.clickLive(`#btn-faster`)
+		time.Sleep(150 * time.Millisecond)
+	}
+	teacher.waitJS(60*time.Second, "every subtask running and a checkpoint", jsAllRunning+` && `+jsSnap+`.checkpoints.counts.completed >= 1`)
+
+	// The teacher crashes a TaskManager; the student sees it.
+	teacher.clickLive(`button[aria-label="Crash TaskManager tm-1"]`)
+	student.waitJS(30*time.Second, "the crash on the student's screen", `document.getElementById('explain-body').innerText.includes('The presenter crashed TaskManager tm-1') && document.querySelectorAll('#graph rect.band.lost').length === 1`)
+	student.shot("03-follower-sees-crash")
+	teacher.clickLive(`.tm-label button[data-focus="tm:tm-1"]`) // Restart
+	teacher.waitJS(60*time.Second, "every subtask running again", jsAllRunning)
+
+	// The teacher rescales count to 3 with the field, and adds the TaskManager it needs.
+	teacher.typeNumber(`.op-head[data-op="count"] input.par-input`, 3)
+	teacher.waitJS(60*time.Second, "the rescale waiting for a slot", `document.getElementById('job-status').textContent.includes('waiting for resources')`)
+	teacher.clickLive(`#btn-add-tm`)
+	student.waitJS(120*time.Second, "count at 3 on the student's screen", `window.statelab.model.operator('count').parallelism === 3 && `+jsAllRunning+` &&
+	  document.getElementById('explain-body').innerText.includes('Rescaling count from 2 to 3')`)
+	student.waitJS(10*time.Second, "still greyed out", `document.getElementById('btn-play').disabled && [...document.querySelectorAll('.op-head button, .op-head input')].every(b => b.disabled)`)
+	// A click on a subtask inspects it: the crash tool is not offered.
+	student.clickLive(`.box-button[data-task="count#2"]`)
+	student.waitJS(10*time.Second, "count#2 in the inspector", `document.getElementById('inspect-task').value === 'count#2'`)
+	require.Equal(t, 0, eval[int](student.browserEnv, jsSnap+`.counters.failovers - `+fmt.Sprint(eval[int](teacher.browserEnv, jsSnap+`.counters.failovers`))), "the student's click crashed nothing")
+	student.shot("04-follower-sees-rescale")
+	teacher.shot("05-presenter-rescaled")
+
+	// Fork: the student's own copy, with working controls.
+	failovers := eval[int](teacher.browserEnv, jsSnap+`.counters.failovers`)
+	student.clickLive(`#btn-fork`)
+	student.waitJS(30*time.Second, "the student's copy", `document.getElementById('classroom').dataset.mode === 'fork' && `+jsSnap+`.session !== '`+room+`' && !document.getElementById('btn-play').disabled`)
+	student.waitJS(20*time.Second, "the fork's story", `document.getElementById('explain-body').innerText.includes('This is your fork')`)
+	student.waitJS(60*time.Second, "every subtask of the copy running", jsAllRunning)
+	student.clickLive(`input[name=tool][value=crash]`)
+	student.clickLive(`.box-button[data-task="count#0"]`)
+	student.waitJS(30*time.Second, "the student's own crash", `document.getElementById('explain-body').innerText.includes('You crashed count#0')`)
+	student.accessible("fork")
+	student.shot("06-fork-crash")
+	require.Equal(t, failovers, eval[int](teacher.browserEnv, jsSnap+`.counters.failovers`), "the teacher's run is untouched")
+
+	// Back to following.
+	student.clickLive(`#btn-follow`)
+	student.waitJS(30*time.Second, "following again", `document.getElementById('classroom').dataset.mode === 'follow' && `+jsSnap+`.session === '`+room+`' && document.getElementById('btn-play').disabled`)
+	student.shot("07-following-again")
+}
