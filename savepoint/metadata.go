@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/statelab/statelab/rescale"
@@ -266,19 +267,35 @@ func (k *KeyedHandle) Size() int64 {
 }
 
 // KeyGroupBytes is, for a handle with per-key-group offsets, the bytes of
-// each key group of its range: the distance to the next key group's offset,
-// and for the last one to the end of the stream. Nil when the handle has no
-// offsets (incremental and changelog handles keep whole files, not key groups).
+// each key group of its range: from its offset to the next larger offset of
+// any key group, or to the end of the stream. An offset of 0 marks a key group
+// with no data: a full snapshot (FullSnapshotAsyncWriter) records offsets only
+// for the key groups it writes, and the restore skips a 0 offset
+// (FullSnapshotRestoreOperation). Nil when the handle has no offsets
+// (incremental and changelog handles keep whole files, not key groups).
 func (k *KeyedHandle) KeyGroupBytes() []int64 {
 	if k == nil || len(k.Offsets) == 0 {
 		return nil
 	}
 	end := k.Delegate.size()
+	sorted := make([]int64, 0, len(k.Offsets))
+	for _, o := range k.Offsets {
+		if o > 0 {
+			sorted = append(sorted, o)
+		}
+	}
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
 	out := make([]int64, len(k.Offsets))
+	seen := make(map[int64]bool, len(sorted))
 	for i, o := range k.Offsets {
+		if o <= 0 || seen[o] {
+			continue // no data, or a second key group claiming the same bytes
+		}
+		seen[o] = true
 		next := end
-		if i+1 < len(k.Offsets) {
-			next = k.Offsets[i+1]
+		if j, _ := slices.BinarySearch(sorted, o); j+1 < len(sorted) {
+			next = sorted[j+1]
 		}
 		if d := next - o; d > 0 {
 			out[i] = d

@@ -281,7 +281,7 @@ func TestEveryVersionAndHandleKind(t *testing.T) {
 		}
 		// subtask 1: key groups 4..7, a savepoint handle with a relative file.
 		x.i32(1).i32(0).i32(0)
-		x.u8(codeSavepointKeyGroups).i32(4).i32(4).i64(0).i64(5).i64(5).i64(9)
+		x.u8(codeSavepointKeyGroups).i32(4).i32(4).i64(1).i64(5).i64(5).i64(9)
 		x.u8(codeRelativeStream).utf("rel-1").i64(12)
 		x.u8(0).i32(0).i32(0)
 		if version >= 7 {
@@ -371,7 +371,8 @@ func TestEveryVersionAndHandleKind(t *testing.T) {
 		if k0.Kind != KindKeyGroups || k0.Range != rescale.NewKeyGroupRange(0, 3) || k0.StateHandleID != "handle-0" || k0.Size() != 80 {
 			t.Errorf("v%d keyed 0 %+v", version, k0)
 		}
-		if got := k0.KeyGroupBytes(); len(got) != 4 || got[0] != 10 || got[1] != 0 || got[2] != 30 || got[3] != 30 {
+		// Offsets 10, 20, 20, 50 in 80 bytes: the second key group at 20 claims nothing more.
+		if got := k0.KeyGroupBytes(); len(got) != 4 || got[0] != 10 || got[1] != 30 || got[2] != 0 || got[3] != 30 {
 			t.Errorf("v%d key group bytes %v (offsets 10,20,20,50 in 80 bytes)", version, got)
 		}
 		if k1.Kind != KindKeyGroupsSavepoint || k1.Delegate.Kind != KindRelativeFile || k1.Delegate.Path != "rel-1" || k1.Size() != 12 {
@@ -432,7 +433,8 @@ func TestEveryVersionAndHandleKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []int64{10 + 0, 30 + 30, 5 + 0, 4 + 3}
+		// Key groups 0..3 have 10, 30, 0, 30 bytes; 4..7 (offsets 1, 5, 5, 9 in 12) 4, 4, 0, 3.
+		want := []int64{10 + 30, 0 + 30, 4 + 4, 0 + 3}
 		for i, st := range p.Subtasks {
 			if len(st.KeyedReads) != 1 || st.KeyedBytes != want[i] {
 				t.Errorf("v%d plan subtask %d reads %+v, want %d bytes", version, i, st.KeyedReads, want[i])
@@ -481,6 +483,19 @@ func TestHostileLengths(t *testing.T) {
 		_, err := Read(b)
 		if err == nil || allocs > 50 {
 			t.Errorf("%s: err %v, %v allocations", name, err, allocs)
+		}
+	}
+}
+
+// A full snapshot leaves offset 0 for the key groups it did not write; they
+// hold no bytes, and the others end at the next written key group.
+func TestKeyGroupBytesSkipsEmptyKeyGroups(t *testing.T) {
+	h := &KeyedHandle{Offsets: []int64{0, 40, 0, 70, 0}, Delegate: &StreamHandle{Size: 100}}
+	got := h.KeyGroupBytes()
+	want := []int64{0, 30, 0, 30, 0}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
 		}
 	}
 }

@@ -29,8 +29,8 @@ func sharedKafkaSavepoint(t *testing.T) string {
 
 // keyedMetadata writes, byte by byte as MetadataV3Serializer does, a version 3
 // _metadata with one keyed operator (parallelism 2, max parallelism 4): subtask
-// 0 holds key groups 0-1 inline (KEY_GROUPS_HANDLE_V2, offsets 0 and 6 in 10
-// bytes), subtask 1 key groups 2-3 in a 100-byte file.
+// 0 holds key groups 0-1 inline (KEY_GROUPS_HANDLE_V2, offsets 2 and 6 in 10
+// bytes), subtask 1 key groups 2-3 in a 100-byte file (offsets 1 and 40).
 func keyedMetadata(t *testing.T) string {
 	var b bytes.Buffer
 	put := func(vs ...any) {
@@ -45,10 +45,10 @@ func keyedMetadata(t *testing.T) string {
 	}
 	put(int32(0x4960672d), int32(3), int64(7), int32(0), int32(1))
 	put(int64(0x0a0b0c0d0e0f1011), int64(0x2122232425262728), int32(2), int32(4), byte(0), int32(2))
-	put(int32(0), int32(0), int32(0), byte(12), int32(0), int32(2), int64(0), int64(6), byte(1), "inline", int32(10))
+	put(int32(0), int32(0), int32(0), byte(12), int32(0), int32(2), int64(2), int64(6), byte(1), "inline", int32(10))
 	b.Write(make([]byte, 10))
 	put("id-0", byte(0), int32(0), int32(0))
-	put(int32(1), int32(0), int32(0), byte(7), int32(2), int32(2), int64(0), int64(40), byte(2), int64(100), "file:/sp/kg-1")
+	put(int32(1), int32(0), int32(0), byte(7), int32(2), int32(2), int64(1), int64(40), byte(2), int64(100), "file:/sp/kg-1")
 	put(byte(0), int32(0), int32(0))
 	p := filepath.Join(t.TempDir(), "_metadata")
 	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o600))
@@ -120,7 +120,7 @@ func TestSavepointInspectKeyed(t *testing.T) {
 	assert.Equal(t, []int64{2, 3, 100}, []int64{int64(st[1].KeyedState[0].Start), int64(st[1].KeyedState[0].End), st[1].KeyedState[0].Bytes})
 
 	// Rescale to 4: key group g goes to subtask g; bytes per key group come
-	// from the offsets (6 and 4 inline; 40 and 60 in the file).
+	// from the offsets (4 and 4 inline; 39 and 60 in the file).
 	code, out, errs = run(t, "", "savepoint", "plan", keyedMetadata(t), "--operator", "0A0B0C0D0E0F10112122232425262728", "--parallelism", "4", "--json")
 	require.Equal(t, 0, code, errs)
 	var plan struct {
@@ -133,7 +133,7 @@ func TestSavepointInspectKeyed(t *testing.T) {
 	for _, s := range plan.Subtasks {
 		got = append(got, s.KeyedBytes)
 	}
-	assert.Equal(t, []int64{6, 4, 40, 60}, got)
+	assert.Equal(t, []int64{4, 4, 39, 60}, got)
 }
 
 func TestSavepointBadInput(t *testing.T) {
