@@ -130,8 +130,12 @@ func (t *Tracker) Check(now engine.Snapshot, state StateReader) Result {
 
 // relevantEvent lists the event kinds predicates read.
 func relevantEvent(k engine.EventKind) bool {
-	return k == engine.EvChannelBlocked || k == engine.EvRescalePlan
+	return k == engine.EvChannelBlocked || k == engine.EvRescalePlan || k == engine.EvTaskManager
 }
+
+// TrackedEvent reports whether checks read events of kind k: a viewer that
+// restarts a Tracker hands it the step's events of these kinds again.
+func TrackedEvent(k engine.EventKind) bool { return relevantEvent(k) }
 
 // --- the catalogue -------------------------------------------------------------
 

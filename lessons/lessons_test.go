@@ -67,7 +67,8 @@ func TestLessonView(t *testing.T) {
 	kill := v.Steps[1]
 	assert.Equal(t, "step-2", kill.Anchor)
 	assert.Equal(t, []CommandView{{Name: "crash-taskmanager", Args: []byte(`{"taskManager":"tm-1"}`)}}, kill.Actions)
-	assert.Equal(t, "作业在这一步中至少重启了 1 次。", kill.Checks[0])
+	assert.Equal(t, "这一步中，TaskManager tm-1 丢失了：它上面的子任务都失败了，本地磁盘也被清空。", kill.Checks[0])
+	assert.Equal(t, "作业在这一步中至少重启了 1 次。", kill.Checks[1])
 	assert.Equal(t, "no-checkpoints", v.Steps[3].Job, "the step that resets names its job")
 	assert.Equal(t, "Failure and recovery", l.View("fr", nil).Title, "an unknown language falls back to English")
 }

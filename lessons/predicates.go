@@ -129,10 +129,20 @@ func init() {
 		},
 	})
 	register(&predicate{
-		name: "taskmanagers",
-		args: []argSpec{{name: "alive", kind: kInt, required: true}},
-		describe: both(func(a args) string { return fmt.Sprintf("%d TaskManagers are alive.", a.int("alive")) },
-			func(a args) string { return fmt.Sprintf("有 %d 个 TaskManager 存活。", a.int("alive")) }),
+		name:  "taskmanagers",
+		args:  []argSpec{{name: "alive", kind: kInt}, {name: "min", kind: kInt}},
+		oneOf: []string{"alive", "min"},
+		describe: both(func(a args) string {
+			if a.has("alive") {
+				return fmt.Sprintf("%d TaskManagers are alive.", a.int("alive"))
+			}
+			return fmt.Sprintf("At least %d TaskManagers are alive.", a.int("min"))
+		}, func(a args) string {
+			if a.has("alive") {
+				return fmt.Sprintf("有 %d 个 TaskManager 存活。", a.int("alive"))
+			}
+			return fmt.Sprintf("至少有 %d 个 TaskManager 存活。", a.int("min"))
+		}),
 		eval: func(a args, o *Observation) (bool, string) {
 			n := 0
 			for _, tm := range o.Now.TaskManagers {
@@ -140,10 +150,116 @@ func init() {
 					n++
 				}
 			}
-			if n != a.int("alive") {
+			if (a.has("alive") && n != a.int("alive")) || (a.has("min") && n < a.int("min")) {
 				return false, fmt.Sprintf("%d TaskManager(s) are alive", n)
 			}
 			return true, ""
+		},
+	})
+	register(&predicate{
+		name: "taskmanager-lost",
+		args: []argSpec{{name: "taskManager", kind: kString}},
+		describe: both(func(a args) string {
+			tm := "A TaskManager"
+			if a.has("taskManager") {
+				tm = "TaskManager " + a.str("taskManager")
+			}
+			return tm + " was lost in this step: its subtasks died and its local disk was wiped."
+		}, func(a args) string {
+			tm := "某个 TaskManager"
+			if a.has("taskManager") {
+				tm = "TaskManager " + a.str("taskManager")
+			}
+			return "这一步中，" + tm + " 丢失了：它上面的子任务都失败了，本地磁盘也被清空。"
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			want := a.str("taskManager")
+			for _, e := range o.Events {
+				if e.Kind == engine.EvTaskManager && e.Status == engine.TMLost && (want == "" || e.TaskManager == want) {
+					return true, ""
+				}
+			}
+			// A viewer may have missed the event: a TaskManager alive when
+			// the step began and lost now was lost in this step.
+			alive := map[string]bool{}
+			for _, tm := range o.Start.TaskManagers {
+				alive[tm.ID] = tm.Status == engine.TMAlive
+			}
+			for _, tm := range o.Now.TaskManagers {
+				if tm.Status == engine.TMLost && alive[tm.ID] && (want == "" || tm.ID == want) {
+					return true, ""
+				}
+			}
+			if want != "" {
+				return false, "TaskManager " + want + " was not lost in this step (a crashed subtask is not a lost TaskManager)"
+			}
+			return false, "no TaskManager was lost in this step (a crashed subtask is not a lost TaskManager)"
+		},
+		lint: func(a args, js *jobState) error {
+			if !a.has("taskManager") {
+				return nil
+			}
+			var n int
+			tm := a.str("taskManager")
+			if _, err := fmt.Sscanf(tm, "tm-%d", &n); err != nil || n < 1 || n > js.tms || tm != fmt.Sprintf("tm-%d", n) {
+				return fmt.Errorf("taskmanager-lost: there is no TaskManager %q; the cluster has tm-1 … tm-%d here", tm, js.tms)
+			}
+			return nil
+		},
+	})
+	register(&predicate{
+		name:  "checkpointing",
+		args:  []argSpec{{name: "periodic", kind: kBool}, {name: "mode", kind: kString}},
+		oneOf: []string{"periodic", "mode"},
+		describe: both(func(a args) string {
+			var parts []string
+			if a.has("periodic") {
+				if a.bool("periodic") {
+					parts = append(parts, "Checkpoints are taken periodically.")
+				} else {
+					parts = append(parts, "Periodic checkpoints are off.")
+				}
+			}
+			if a.has("mode") {
+				parts = append(parts, fmt.Sprintf("Checkpoints run in %s mode.", a.str("mode")))
+			}
+			return strings.Join(parts, " ")
+		}, func(a args) string {
+			var parts []string
+			if a.has("periodic") {
+				if a.bool("periodic") {
+					parts = append(parts, "作业定期做检查点。")
+				} else {
+					parts = append(parts, "定期检查点已关闭。")
+				}
+			}
+			if a.has("mode") {
+				parts = append(parts, fmt.Sprintf("检查点以 %s 模式运行。", a.str("mode")))
+			}
+			return strings.Join(parts, "")
+		}),
+		eval: func(a args, o *Observation) (bool, string) {
+			cp := o.Now.Checkpoints
+			if a.has("periodic") && (cp.Interval > 0) != a.bool("periodic") {
+				if cp.Interval > 0 {
+					return false, fmt.Sprintf("the job takes a checkpoint every %s", cp.Interval)
+				}
+				return false, "the job takes no periodic checkpoints"
+			}
+			if a.has("mode") && string(cp.Mode) != a.str("mode") {
+				return false, fmt.Sprintf("checkpoints run in %s mode", cp.Mode)
+			}
+			return true, ""
+		},
+		lint: func(a args, _ *jobState) error {
+			if !a.has("mode") {
+				return nil
+			}
+			switch engine.CheckpointMode(a.str("mode")) {
+			case engine.ExactlyOnce, engine.AtLeastOnce:
+				return nil
+			}
+			return fmt.Errorf("checkpointing: unknown mode %q (want exactly-once or at-least-once)", a.str("mode"))
 		},
 	})
 	for _, sp := range []bool{false, true} {

@@ -355,7 +355,7 @@ func (lr *lessonRun) watch() {
 				continue
 			}
 			tracker.Observe(e)
-			if (e.Kind == engine.EvChannelBlocked || e.Kind == engine.EvRescalePlan) && len(seen) < maxStepEvents {
+			if lessons.TrackedEvent(e.Kind) && len(seen) < maxStepEvents {
 				seen = append(seen, e)
 			}
 			dirty = true
