@@ -56,8 +56,8 @@ type ChaosResult struct {
 	Steps      int64      `json:"steps,omitempty"`
 }
 
-// ChaosSpec is the chaos run's job: word count with the given sink, small
-// checkpoint interval and restart delay so failures land at every stage of a
+// ChaosSpec is the chaos run's job: word count with the given sink and a
+// small checkpoint interval, so failures land at every stage of a
 // checkpoint.
 func ChaosSpec(seed int64, records int, backend Backend, sink string) *JobSpec {
 	return &JobSpec{
@@ -73,9 +73,12 @@ func ChaosSpec(seed int64, records int, backend Backend, sink string) *JobSpec {
 			{From: "tokenizer", To: "count", Partitioner: Hash},
 			{From: "count", To: "sink", Partitioner: Rebalance},
 		},
-		Checkpointing: CheckpointingSpec{Interval: Duration(40 * time.Millisecond), Retained: 2, Timeout: Duration(2 * time.Second)},
+		// Everything else is Flink's default: one retained checkpoint, a
+		// 10 min timeout, no tolerated checkpoint failure and, since
+		// checkpointing is on, the exponential-delay restart strategy
+		// (unlimited attempts, so no number of crashes exhausts it).
+		Checkpointing: CheckpointingSpec{Interval: Duration(40 * time.Millisecond)},
 		Cluster:       ClusterSpec{TaskManagers: 3, SlotsPerTaskManager: 2},
-		Restart:       RestartSpec{Strategy: RestartFixedDelay, Attempts: 1000, Delay: Duration(5 * time.Millisecond)},
 	}
 }
 

@@ -17,6 +17,7 @@ const (
 	CmdTriggerSavepoint   = "trigger-savepoint"   // (none)
 	CmdRescale            = "rescale"             // Operator, Parallelism
 	CmdInject             = "inject"              // Operator, Partition (-1 = next in turn), Text
+	CmdRestore            = "restore"             // Checkpoint: start again from retained checkpoint or savepoint N
 )
 
 // Command is one thing a user (or a lesson, or the chaos run) does to the
@@ -32,6 +33,8 @@ type Command struct {
 	// Slots is how many slots an added TaskManager offers; 0 takes the
 	// cluster's slotsPerTaskManager.
 	Slots int `json:"slots,omitempty"`
+	// Checkpoint is the retained checkpoint or savepoint a restore starts from.
+	Checkpoint int64 `json:"checkpoint,omitempty"`
 }
 
 func (c Command) String() string {
@@ -50,6 +53,9 @@ func (c Command) String() string {
 	}
 	if c.Name == CmdAddTaskManager && c.Slots != 0 {
 		add("slots", fmt.Sprint(c.Slots))
+	}
+	if c.Name == CmdRestore {
+		add("checkpoint", fmt.Sprint(c.Checkpoint))
 	}
 	if c.Name == CmdInject {
 		add("partition", fmt.Sprint(c.Partition))
@@ -86,7 +92,7 @@ func (c *core) do(cmd Command, step int64) error {
 }
 
 func (c *core) apply(cmd Command) error {
-	if c.terminal && cmd.Name != CmdAddTaskManager && cmd.Name != CmdRestartTaskManager && cmd.Name != CmdInject {
+	if c.terminal && cmd.Name != CmdAddTaskManager && cmd.Name != CmdRestartTaskManager && cmd.Name != CmdInject && cmd.Name != CmdRestore {
 		return fmt.Errorf("%w: the job is %s", ErrJobTerminal, c.status)
 	}
 	switch cmd.Name {
@@ -109,10 +115,15 @@ func (c *core) apply(cmd Command) error {
 		return c.rescale(cmd.Operator, cmd.Parallelism)
 	case CmdInject:
 		return c.inject(cmd.Operator, cmd.Partition, cmd.Text)
+	case CmdRestore:
+		if cmd.Checkpoint < 1 {
+			return fmt.Errorf("%w: restore needs the checkpoint to start from, {\"checkpoint\": N} with N a retained checkpoint or savepoint id", ErrBadCommand)
+		}
+		return c.restoreFrom(cmd.Checkpoint)
 	}
 	return fmt.Errorf("%w: unknown command %q (want %s)", ErrBadCommand, cmd.Name,
 		strings.Join([]string{CmdCrashSubtask, CmdCrashTaskManager, CmdRestartTaskManager, CmdAddTaskManager,
-			CmdTriggerCheckpoint, CmdTriggerSavepoint, CmdRescale, CmdInject}, ", "))
+			CmdTriggerCheckpoint, CmdTriggerSavepoint, CmdRescale, CmdInject, CmdRestore}, ", "))
 }
 
 // Engine is what both drivers offer a viewer (the web session, a lesson).

@@ -146,7 +146,7 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 	}
 	subsumed, err := c.storage.CompleteCheckpoint(meta)
 	if err != nil {
-		c.abortCheckpoint(p, fmt.Sprintf("writing the checkpoint metadata failed: %v", err))
+		c.abortCheckpoint(p, FinalizeCheckpointFailure, fmt.Sprintf("writing the checkpoint metadata failed: %v", err))
 		return
 	}
 	delete(c.coord.pending, p.id)
@@ -158,6 +158,9 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 	s.CheckpointedSize = meta.CheckpointedSize()
 	c.coord.counts.Completed++
 	c.coord.lastEnd = now
+	if !p.savepoint {
+		c.cfm.onSuccess(p.id)
+	}
 	what := "checkpoint"
 	if p.savepoint {
 		what = "savepoint"
@@ -175,7 +178,7 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 	// A completed checkpoint subsumes older pending ones.
 	for _, q := range c.coord.pendingList() {
 		if q.id < p.id {
-			c.abortCheckpoint(q, fmt.Sprintf("subsumed by checkpoint %d", p.id))
+			c.abortCheckpoint(q, CheckpointSubsumed, fmt.Sprintf("subsumed by checkpoint %d", p.id))
 		}
 	}
 	stop := p.stop && c.rescaling != nil && c.rescaling.savepoint == p.id
@@ -197,7 +200,7 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 
 // abortCheckpoint fails a pending checkpoint and tells every subtask, so a
 // subtask still aligning it unblocks its inputs.
-func (c *core) abortCheckpoint(p *pendingCheckpoint, reason string) {
+func (c *core) abortCheckpoint(p *pendingCheckpoint, why CheckpointFailureReason, reason string) {
 	if c.coord.pending[p.id] != p {
 		return
 	}
@@ -208,11 +211,12 @@ func (c *core) abortCheckpoint(p *pendingCheckpoint, reason string) {
 	s := p.stats
 	s.Status = CheckpointFailed
 	s.FailureMessage = reason
+	s.FailureReason = why
 	s.EndToEndDuration = c.clock() - p.trigger
 	c.coord.counts.Failed++
 	c.coord.lastEnd = c.clock()
 	c.publish(Event{Kind: EvCheckpointAbort, Checkpoint: p.id, Savepoint: p.savepoint, Stats: copyStats(s),
-		Message: fmt.Sprintf("checkpoint %d aborted: %s", p.id, reason)})
+		Message: fmt.Sprintf("checkpoint %d aborted (%s): %s", p.id, why, reason)})
 	if r := c.rescaling; r != nil && r.savepoint == p.id && r.phase == "savepoint" {
 		c.rescaling = nil
 		c.publish(Event{Kind: EvRescaleFailed, Operator: r.operator, Message: fmt.Sprintf("rescale of %s failed: savepoint %d was aborted (%s); the job keeps running with %d subtasks", r.operator, p.id, reason, r.from)})
@@ -224,6 +228,9 @@ func (c *core) abortCheckpoint(p *pendingCheckpoint, reason string) {
 				c.drv.wake(t)
 			}
 		}
+	}
+	if why.Counts() {
+		c.checkpointFailed(p, why)
 	}
 }
 

@@ -77,8 +77,12 @@ type core struct {
 	measure bool
 	stepFn  func() int64
 
-	status    JobStatus
-	attempt   int
+	status  JobStatus
+	attempt int
+	// restart is the effective restart strategy and rs its state.
+	restart   RestartSpec
+	rs        restartState
+	cfm       checkpointFailureManager
 	ex        *execution
 	par       map[string]int
 	tms       []*taskManager
@@ -97,9 +101,15 @@ type core struct {
 	// recoverable lists the savepoints failover may restore: those the job
 	// was restored from.
 	recoverable map[int64]bool
-	truthCache  map[string]truth
-	cmpCache    map[string]cmpEntry
-	offCache    offsetsCache
+	// restoreOverride is the checkpoint a restore command asked for (0:
+	// none); ignored are the checkpoints of the job before that restore,
+	// which its failovers never use (a job run with -s starts its own
+	// checkpoint history).
+	restoreOverride int64
+	ignored         map[int64]bool
+	truthCache      map[string]truth
+	cmpCache        map[string]cmpEntry
+	offCache        offsetsCache
 }
 
 // offsetsCache holds the source offsets of the newest retained checkpoint.
@@ -132,6 +142,7 @@ func newCore(spec *JobSpec, opts Options) (*core, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	c.bus.record = opts.RecordEvents
+	c.restart = s.Effective()
 	c.dir = opts.Dir
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "statelab-engine-")
@@ -289,17 +300,20 @@ func (c *core) deploy() {
 	for _, tp := range c.topics {
 		tp.resetProgress()
 	}
+	// RESTARTING -> RUNNING before the state is restored, as Flink's
+	// scheduler does: a restore that fails makes it RESTARTING (or FAILED)
+	// again through the restart strategy.
+	c.setJobStatus(JobRunning, "")
 	restores, meta, err := c.planRestore(ex)
 	if err != nil {
-		c.publish(Event{Kind: EvTaskFailed, Message: fmt.Sprintf("restore failed: %v", err)})
-		c.fail(nil, fmt.Sprintf("restore failed: %v", err))
+		c.restoreFailed(err)
 		return
 	}
+	c.restoreOverride = 0
 	c.abortDanglingTransactions(meta)
 	for _, t := range ex.tasks {
 		t.setStatus(TaskScheduled)
 	}
-	c.setJobStatus(JobRunning, "")
 	for _, t := range ex.tasks {
 		t.pendingRestore = restores[t]
 	}
@@ -355,13 +369,11 @@ func (c *core) tryAllocate() {
 // share: keyed state by key-group range intersection (rescale.NewPlan),
 // operator state by Flink's round-robin repartitioner.
 func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.CheckpointMetadata, error) {
-	meta, skipped := c.chooseCheckpoint()
+	meta, err := c.chooseCheckpoint()
+	if err != nil {
+		return nil, nil, err
+	}
 	if meta == nil {
-		if len(skipped) > 0 {
-			c.restoreMu.Lock()
-			c.coord.latestRestore = &RestoreStats{RestoreTime: c.clock(), Skipped: skipped}
-			c.restoreMu.Unlock()
-		}
 		return nil, nil, nil
 	}
 	out := map[*subtask]*restoreSpec{}
@@ -418,7 +430,7 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 	}
 	// Counted when the subtasks have really restored it (restoreDone), not
 	// now: a job waiting for slots has restored nothing yet.
-	ex.restore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint, Skipped: skipped}
+	ex.restore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint}
 	return out, meta, nil
 }
 
@@ -428,36 +440,6 @@ func rescalePlanMessage(info *RescaleInfo) string {
 		msg += fmt.Sprintf("; %d of %d key groups move", len(info.Plan.Moved), info.Plan.MaxParallelism)
 	}
 	return msg
-}
-
-// chooseCheckpoint returns the newest retained checkpoint or savepoint whose
-// files are all readable, skipping (and reporting) corrupt ones. A rescale
-// restores from its own savepoint.
-func (c *core) chooseCheckpoint() (*state.CheckpointMetadata, []string) {
-	infos := c.storage.Checkpoints()
-	var skipped []string
-	for i := len(infos) - 1; i >= 0; i-- {
-		id := infos[i].ID
-		if c.rescaling != nil && c.rescaling.savepoint != 0 && id > c.rescaling.savepoint {
-			continue
-		}
-		// Failover uses checkpoints, and a savepoint only if the job was
-		// restored from it (Flink registers that one as a checkpoint).
-		if infos[i].Savepoint && !c.recoverable[id] && (c.rescaling == nil || c.rescaling.savepoint != id) {
-			continue
-		}
-		meta, err := c.storage.Load(id)
-		if err == nil {
-			err = c.storage.Verify(meta)
-		}
-		if err != nil {
-			skipped = append(skipped, err.Error())
-			c.publish(Event{Kind: EvRestoreFallback, Checkpoint: id, Message: fmt.Sprintf("checkpoint %d cannot be restored (%v); trying an older one", id, err)})
-			continue
-		}
-		return meta, skipped
-	}
-	return nil, skipped
 }
 
 // abortDanglingTransactions aborts the sink transactions of the failed
@@ -512,7 +494,11 @@ func (c *core) handleJM(m jmMsg) {
 		c.coord.ack(c, m)
 	case jmDecline:
 		if p := c.coord.pending[m.id]; p != nil {
-			c.abortCheckpoint(p, fmt.Sprintf("%s declined: %s", m.task.name, m.reason))
+			why := m.failReason
+			if why == "" {
+				why = CheckpointDeclined
+			}
+			c.abortCheckpoint(p, why, fmt.Sprintf("%s declined: %s", m.task.name, m.reason))
 		}
 	case jmFailed:
 		c.fail(m.task, m.reason)
@@ -588,9 +574,8 @@ func (c *core) fail(failed *subtask, reason string) {
 		return
 	}
 	c.counters.Failovers++
-	c.setJobStatus(JobFailing, fmt.Sprintf("job %s is failing: %s", c.spec.Name, reason))
 	for _, p := range c.coord.pendingList() {
-		c.abortCheckpoint(p, "the job failed: "+reason)
+		c.abortCheckpoint(p, JobFailure, "the job failed: "+reason)
 	}
 	if r := c.rescaling; r != nil {
 		switch r.phase {
@@ -605,19 +590,41 @@ func (c *core) fail(failed *subtask, reason string) {
 	}
 	c.cancelExecution(failed)
 	c.failures++
-	rs := c.spec.Restart
-	if rs.Strategy == RestartNone || c.failures > rs.Attempts {
+	ok, delay := c.rs.notifyFailure(c.restart, c.clock(), c.spec.Seed)
+	if !ok {
+		// FAILING only on the way to FAILED, as Flink's scheduler does.
+		c.setJobStatus(JobFailing, fmt.Sprintf("job %s is failing: %s", c.spec.Name, reason))
 		c.terminal = true
-		why := "the restart strategy is none"
-		if rs.Strategy != RestartNone {
-			why = fmt.Sprintf("the fixed-delay restart strategy allows %d restarts", rs.Attempts)
-		}
-		c.setJobStatus(JobFailed, fmt.Sprintf("job %s failed for good: %s", c.spec.Name, why))
+		c.rs.restartAt = 0
+		c.setJobStatus(JobFailed, fmt.Sprintf("job %s failed: %s. Recovery is suppressed by %s: %s", c.spec.Name, reason, c.restart.className(), c.giveUpReason()))
 		return
 	}
-	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts in %v (restart %d of %d)", c.spec.Name, rs.Delay.D(), c.failures, rs.Attempts))
+	c.rs.lastDelay, c.rs.restartAt = delay, c.clock()+delay
+	of := ""
+	if m := c.restart.maxAttempts(); m > 0 {
+		of = fmt.Sprintf(" of %d", m)
+	}
+	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts in %v (%s, restart %d%s): %s", c.spec.Name, delay, c.restart.Strategy, c.failures, of, reason))
 	c.counters.Restarts++
-	c.drv.after(rs.Delay.D(), timer{kind: timerRestart, attempt: c.attempt})
+	c.drv.after(delay, timer{kind: timerRestart, attempt: c.attempt})
+}
+
+// giveUpReason says why the restart strategy refused, naming the option a
+// learner would change.
+func (c *core) giveUpReason() string {
+	r := c.restart
+	switch r.Strategy {
+	case RestartFixedDelay:
+		return fmt.Sprintf("fixed-delay allows %d restart(s) (restart-strategy.fixed-delay.attempts)", r.Attempts)
+	case RestartFailureRate:
+		return fmt.Sprintf("more than %d failure(s) within %v (restart-strategy.failure-rate.max-failures-per-interval)", r.Attempts, r.Interval.D())
+	case RestartExponentialDelay:
+		return fmt.Sprintf("exponential-delay allows %d attempt(s) before the backoff resets (restart-strategy.exponential-delay.attempts-before-reset-backoff)", r.Attempts)
+	}
+	if c.spec.Restart.Strategy == RestartDefault {
+		return "no restart strategy is configured and checkpointing is off, so Flink's default is none (set restart-strategy.type, or enable checkpointing for exponential-delay)"
+	}
+	return "the restart strategy is none"
 }
 
 // cancelExecution stops every subtask of the current execution and drops

@@ -39,7 +39,8 @@ const (
 	EvTaskFailed        EventKind = "task-failed"       // Task, TaskManager, Message
 	EvWaitingResources  EventKind = "waiting-resources" // Message (slots needed vs free)
 	EvRestore           EventKind = "restore"           // Task, Checkpoint, Restore
-	EvRestoreFallback   EventKind = "restore-fallback"  // Checkpoint (skipped), Message
+	EvRestoreFailed     EventKind = "restore-failed"    // Checkpoint (0: the latest), Message naming the broken file
+	EvRestoreRequested  EventKind = "restore-requested" // Checkpoint, Records (read again), Value (sink records written again), Message
 	EvCheckpointTrigger EventKind = "checkpoint-triggered"
 	EvCheckpointAck     EventKind = "checkpoint-acknowledged" // Task, Checkpoint, Ack
 	EvCheckpointDone    EventKind = "checkpoint-completed"    // Checkpoint, Stats

@@ -73,7 +73,9 @@ func TestFailoverRestoresLatestCheckpoint(t *testing.T) {
 	for _, e := range log.kinds(EvJobStatus) {
 		jobStatuses = append(jobStatuses, e.Status)
 	}
-	assert.Equal(t, []string{"CREATED", "RUNNING", "FAILING", "RESTARTING"}, jobStatuses)
+	// DefaultScheduler: RUNNING -> RESTARTING on a restart; FAILING only on
+	// the way to FAILED.
+	assert.Equal(t, []string{"CREATED", "RUNNING", "RESTARTING"}, jobStatuses)
 
 	_, err := s.RunUntil(runningAgain(2), 5000)
 	require.NoError(t, err)
@@ -208,12 +210,16 @@ func TestRestartStrategy(t *testing.T) {
 	}
 }
 
-// A corrupt file in the newest checkpoint makes the restore fall back to the
-// previous retained one, and says which file was bad.
-func TestRestoreFallsBackPastCorruptCheckpoint(t *testing.T) {
+// A corrupt file in the newest checkpoint fails the restore, naming the
+// file, and the restart strategy applies: each restart fails again until
+// the strategy gives up (Flink's CheckpointCoordinator never falls back to
+// an older checkpoint on its own). The restore command then starts the job
+// from the older retained checkpoint, as `flink run -s` would.
+func TestBrokenCheckpointFailsRestoreWithoutFallback(t *testing.T) {
 	spec := wordCount(300, 2, 2, 0)
 	spec.Backend = BackendFS
 	spec.Checkpointing.Retained = 2
+	spec.Restart = RestartSpec{Strategy: RestartFixedDelay, Attempts: 2, Delay: ms(10)}
 	dir := t.TempDir()
 	log := &eventLog{}
 	s, err := NewStepper(spec, Options{Dir: dir, RecordEvents: log.add})
@@ -240,16 +246,50 @@ func TestRestoreFallsBackPastCorruptCheckpoint(t *testing.T) {
 	require.NoError(t, os.WriteFile(victim, b, 0o644))
 
 	require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "sink#0"}))
-	_, err = s.RunUntil(runningAgain(2), 5000)
-	require.NoError(t, err)
-	fb := log.kinds(EvRestoreFallback)
-	require.Len(t, fb, 1)
-	assert.Equal(t, second, fb[0].Checkpoint)
-	assert.Contains(t, fb[0].Message, filepath.Base(victim))
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.Status == JobFailed }, 5000)
+	require.NoError(t, err, "the strategy gives up after its 2 restarts")
+	failed := log.kinds(EvRestoreFailed)
+	require.Len(t, failed, 2, "each of the 2 restarts fails to restore")
+	for _, e := range failed {
+		assert.Contains(t, e.Message, filepath.Base(victim))
+	}
 	snap := s.Snapshot()
+	assert.Nil(t, snap.Checkpoints.LatestRestore, "nothing was restored: no silent fallback to checkpoint %d", first)
+	statuses := log.statuses(EvJobStatus, "")
+	assert.Equal(t, []string{"FAILING", "FAILED"}, statuses[len(statuses)-2:])
+
+	// The user restores the older checkpoint explicitly.
+	require.NoError(t, s.Do(Command{Name: CmdRestore, Checkpoint: first}))
+	req := log.kinds(EvRestoreRequested)
+	require.Len(t, req, 1)
+	assert.Equal(t, first, req[0].Checkpoint)
+	_, err = s.RunUntil(func(s *Snapshot) bool { return runningAgain(1)(s) && s.Checkpoints.LatestRestore != nil }, 5000)
+	require.NoError(t, err)
+	snap = s.Snapshot()
 	assert.Equal(t, first, snap.Checkpoints.LatestRestore.Checkpoint)
-	assert.Len(t, snap.Checkpoints.LatestRestore.Skipped, 1)
 	assert.Equal(t, first, subtaskView(t, snap, "count#0").RestoredFrom)
+	// Its failovers never go back to the old job's broken checkpoint.
+	require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "count#1"}))
+	_, err = s.RunUntil(func(s *Snapshot) bool { return runningAgain(snap.Job.Attempt + 1)(s) }, 5000)
+	require.NoError(t, err)
+	assert.Len(t, log.kinds(EvRestoreFailed), 2)
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.Empty(t, cmp[0].Losses)
+}
+
+// The restore command refuses a checkpoint that is not retained and says
+// which are.
+func TestRestoreCommandNeedsRetainedCheckpoint(t *testing.T) {
+	s, _ := newTestStepper(t, wordCount(300, 2, 2, 0))
+	s.Steps(100)
+	id := completeCheckpoint(t, s)
+	err := s.Do(Command{Name: CmdRestore, Checkpoint: id + 5})
+	require.ErrorIs(t, err, ErrBadCommand)
+	assert.Contains(t, err.Error(), fmt.Sprintf("retained: %d", id))
+	err = s.Do(Command{Name: CmdRestore})
+	require.ErrorIs(t, err, ErrBadCommand)
 }
 
 // A restore counts when the subtasks have really restored the checkpoint,

@@ -155,6 +155,10 @@ func wordCount(records, sourceP, countP, maxP int) *JobSpec {
 		},
 		Cluster: ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 3},
 		Runtime: RuntimeSpec{FIFO: true},
+		// Without periodic checkpointing Flink's default restart strategy
+		// is none; these tests crash the job on purpose and configure a
+		// restart strategy, as a Flink user would.
+		Restart: RestartSpec{Strategy: RestartFixedDelay, Attempts: 100, Delay: ms(1)},
 	}
 }
 

@@ -24,10 +24,24 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 	j.Name, j.Status, j.Attempt, j.WaitingForResources = c.spec.Name, c.status, c.attempt, c.waiting
 	j.CheckpointDir = c.storage.JobID()
 	j.SlotsNeeded, j.SlotsAvailable = slotsNeeded(c.par), c.aliveSlots()
-	j.RestartsLeft = max(0, c.spec.Restart.Attempts-c.failures)
-	if c.spec.Restart.Strategy == RestartNone {
-		j.RestartsLeft = 0
+	j.Restart = RestartView{Strategy: c.restart.Strategy, Default: c.spec.Restart.Strategy == RestartDefault, Class: c.restart.className(),
+		Description: c.restart.describe(), Attempt: c.rs.attempt, MaxAttempts: c.restart.maxAttempts(), NextDelay: c.rs.lastDelay}
+	if c.restart.Strategy == RestartFailureRate {
+		j.Restart.Attempt = len(c.rs.failures)
 	}
+	if c.status == JobRestarting {
+		j.Restart.RestartAt = c.rs.restartAt
+	}
+	switch m := c.restart.maxAttempts(); {
+	case c.restart.Strategy == RestartNone || c.terminal:
+		j.RestartsLeft = 0
+	case m > 0:
+		j.RestartsLeft = max(0, m-c.rs.attempt)
+	default:
+		j.RestartsLeft = -1 // unlimited, or limited by a rate
+	}
+	j.Failover = c.spec.Cluster.Failover
+	j.TolerableFailedCheckpoints, j.FailedCheckpointsInARow = c.spec.Checkpointing.TolerableFailed, c.cfm.continuous
 	if r := c.rescaling; r != nil {
 		j.Rescale = &RescaleView{Operator: r.operator, From: r.from, To: r.to, Phase: r.phase, Savepoint: r.savepoint}
 	}
@@ -219,7 +233,14 @@ func (c *core) latestCheckpointOffsets() map[string]map[int]int64 {
 	if err != nil {
 		return out
 	}
-	defer func() { c.offCache = offsetsCache{id: newest, off: out} }()
+	out = c.checkpointOffsets(meta)
+	c.offCache = offsetsCache{id: newest, off: out}
+	return out
+}
+
+// checkpointOffsets reads the source offsets a checkpoint holds.
+func (c *core) checkpointOffsets(meta *state.CheckpointMetadata) map[string]map[int]int64 {
+	out := map[string]map[int]int64{}
 	for _, os := range meta.Operators {
 		if c.topics[os.OperatorID] == nil {
 			continue

@@ -166,6 +166,11 @@ type CheckpointingSpec struct {
 	// MinPause is the least time between the end of one checkpoint and the
 	// trigger of the next.
 	MinPause Duration `json:"minPause" yaml:"minPause"`
+	// TolerableFailed is execution.checkpointing.tolerable-failed-checkpoints
+	// (default 0): how many checkpoint failures in a row that count
+	// (expired, declined, an asynchronous or I/O error) the job tolerates
+	// before it fails over (CheckpointFailureManager).
+	TolerableFailed int `json:"tolerableFailed,omitempty" yaml:"tolerableFailed,omitempty"`
 	// MaxStateBytes caps one subtask's snapshot in jobmanager storage (memory
 	// backend); 0 keeps the state package's default (5 MiB).
 	MaxStateBytes int `json:"maxStateBytes,omitempty" yaml:"maxStateBytes,omitempty"`
@@ -179,20 +184,68 @@ type ClusterSpec struct {
 	// subtasks as there are slots (capped by its max parallelism), and adding
 	// or losing a TaskManager rescales the job.
 	Reactive bool `json:"reactive,omitempty" yaml:"reactive,omitempty"`
+	// Failover is jobmanager.execution.failover-strategy: region (default)
+	// or full.
+	Failover string `json:"failover,omitempty" yaml:"failover,omitempty"`
+	// SlotRequestTimeout is slot.request.timeout (default 5 min of job
+	// time): a job that waits longer for slots fails, and its restart
+	// strategy decides what follows.
+	SlotRequestTimeout Duration `json:"slotRequestTimeout,omitempty" yaml:"slotRequestTimeout,omitempty"`
+	// HeartbeatTimeout is how long the JobManager takes to notice a lost
+	// TaskManager (job time; DefaultHeartbeatTimeout unless set).
+	HeartbeatTimeout Duration `json:"heartbeatTimeout,omitempty" yaml:"heartbeatTimeout,omitempty"`
 }
 
-// Restart strategies.
+// Restart strategies, as Flink's restart-strategy.type names them.
 const (
-	RestartFixedDelay = "fixed-delay"
-	RestartNone       = "none"
+	// RestartDefault (empty) applies Flink's rule
+	// (RestartBackoffTimeStrategyFactoryLoader): none without periodic
+	// checkpointing, exponential-delay with it.
+	RestartDefault          = ""
+	RestartNone             = "none"
+	RestartFixedDelay       = "fixed-delay"
+	RestartFailureRate      = "failure-rate"
+	RestartExponentialDelay = "exponential-delay"
 )
 
-// RestartSpec is Flink's restart strategy.
+// RestartStrategies lists the strategy names a spec may use.
+var RestartStrategies = []string{RestartNone, RestartFixedDelay, RestartFailureRate, RestartExponentialDelay}
+
+// RestartSpec is Flink's restart strategy (restart-strategy.*). Zero fields
+// take Flink's defaults (defaults.go); Validate leaves them zero, and
+// Effective returns the strategy the job really uses.
 type RestartSpec struct {
-	Strategy string   `json:"strategy" yaml:"strategy"`
-	Attempts int      `json:"attempts" yaml:"attempts"`
-	Delay    Duration `json:"delay" yaml:"delay"`
+	// Strategy is none, fixed-delay, failure-rate or exponential-delay;
+	// empty applies Flink's default rule.
+	Strategy string `json:"strategy" yaml:"strategy"`
+	// Attempts is fixed-delay.attempts (default 1),
+	// failure-rate.max-failures-per-interval (default 1) or
+	// exponential-delay.attempts-before-reset-backoff (default unlimited).
+	Attempts int `json:"attempts" yaml:"attempts"`
+	// Delay is fixed-delay.delay and failure-rate.delay (default 1 s), or
+	// exponential-delay.initial-backoff (default 1 s).
+	Delay Duration `json:"delay" yaml:"delay"`
+	// MaxBackoff is exponential-delay.max-backoff (default 1 min).
+	MaxBackoff Duration `json:"maxBackoff,omitempty" yaml:"maxBackoff,omitempty"`
+	// Multiplier is exponential-delay.backoff-multiplier (default 1.5).
+	Multiplier float64 `json:"multiplier,omitempty" yaml:"multiplier,omitempty"`
+	// Jitter is exponential-delay.jitter-factor (default 0.1); a negative
+	// value means 0 (no jitter), since 0 picks the default.
+	Jitter float64 `json:"jitter,omitempty" yaml:"jitter,omitempty"`
+	// ResetThreshold is exponential-delay.reset-backoff-threshold (default 1 h).
+	ResetThreshold Duration `json:"resetThreshold,omitempty" yaml:"resetThreshold,omitempty"`
+	// Interval is failure-rate.failure-rate-interval (default 1 min).
+	Interval Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
 }
+
+// Failover strategies (jobmanager.execution.failover-strategy).
+const (
+	// FailoverRegion restarts the failed subtask's pipelined region
+	// (RestartPipelinedRegionFailoverStrategy), Flink's default.
+	FailoverRegion = "region"
+	// FailoverFull restarts every subtask (RestartAllFailoverStrategy).
+	FailoverFull = "full"
+)
 
 // RuntimeSpec tunes the data plane.
 type RuntimeSpec struct {
@@ -274,9 +327,11 @@ func specErr(format string, a ...any) error {
 }
 
 // Validate checks s and fills in defaults: max parallelism (Flink's rule),
-// backend memory, checkpoint mode exactly-once, retained 2, timeout 60s,
-// cluster of one TaskManager with enough slots, restart fixed-delay with 10
-// attempts and 100ms delay.
+// backend memory, checkpoint mode exactly-once, Flink's retained count and
+// checkpoint timeout (defaults.go), a cluster of one TaskManager with enough
+// slots, region failover, Flink's slot request timeout and StateLab's
+// heartbeat timeout. The restart strategy is checked but left as written:
+// Effective applies Flink's defaults to it.
 func (s *JobSpec) Validate() error {
 	if s.Name == "" {
 		s.Name = "job"
@@ -403,13 +458,16 @@ func (s *JobSpec) Validate() error {
 		return specErr("checkpoint interval, timeout and min pause cannot be negative")
 	}
 	if c.Retained == 0 {
-		c.Retained = 2
+		c.Retained = DefaultRetainedCheckpoints
 	}
 	if c.Retained < 1 {
 		return specErr("checkpointing.retained must be at least 1")
 	}
 	if c.Timeout == 0 {
-		c.Timeout = Duration(60 * time.Second)
+		c.Timeout = Duration(DefaultCheckpointTimeout)
+	}
+	if c.TolerableFailed < 0 {
+		return specErr("checkpointing.tolerableFailed must be 0 or more (Flink's execution.checkpointing.tolerable-failed-checkpoints; 0 fails the job over on the first failed checkpoint)")
 	}
 	if c.MaxStateBytes < 0 {
 		return specErr("checkpointing.maxStateBytes cannot be negative")
@@ -430,26 +488,24 @@ func (s *JobSpec) Validate() error {
 		s.Cluster.SlotsPerTaskManager = 1
 	}
 
-	r := &s.Restart
-	switch r.Strategy {
-	case "":
-		r.Strategy = RestartFixedDelay
-		if r.Attempts == 0 {
-			r.Attempts = 10
-		}
-		if r.Delay == 0 {
-			r.Delay = Duration(100 * time.Millisecond)
-		}
-	case RestartFixedDelay:
-		if r.Attempts < 1 {
-			return specErr("restart.attempts must be at least 1 for fixed-delay (or use strategy none)")
-		}
-	case RestartNone:
-	default:
-		return specErr("unknown restart strategy %q (want fixed-delay or none)", r.Strategy)
+	if err := s.Restart.validate(); err != nil {
+		return err
 	}
-	if r.Delay < 0 {
-		return specErr("restart.delay cannot be negative")
+	switch s.Cluster.Failover {
+	case "":
+		s.Cluster.Failover = FailoverRegion
+	case FailoverRegion, FailoverFull:
+	default:
+		return specErr("cluster.failover %q is unknown (want region, Flink's default, or full)", s.Cluster.Failover)
+	}
+	if s.Cluster.SlotRequestTimeout < 0 || s.Cluster.HeartbeatTimeout < 0 {
+		return specErr("cluster.slotRequestTimeout and cluster.heartbeatTimeout cannot be negative")
+	}
+	if s.Cluster.SlotRequestTimeout == 0 {
+		s.Cluster.SlotRequestTimeout = Duration(DefaultSlotRequestTimeout)
+	}
+	if s.Cluster.HeartbeatTimeout == 0 {
+		s.Cluster.HeartbeatTimeout = Duration(DefaultHeartbeatTimeout)
 	}
 	if s.Runtime.BatchSize < 0 || s.Runtime.ChannelCapacity < 0 {
 		return specErr("runtime.batchSize and runtime.channelCapacity cannot be negative (0 picks the driver's default)")

@@ -51,7 +51,10 @@ func TestLoadSpecYAML(t *testing.T) {
 	assert.Equal(t, 1, s.Operators[3].Parallelism, "parallelism defaults to 1")
 	assert.Equal(t, Forward, s.Edges[0].Partitioner, "same parallelism: forward")
 	assert.Equal(t, Rebalance, s.Edges[2].Partitioner, "different parallelism: rebalance")
-	assert.Equal(t, 60*time.Second, s.Checkpointing.Timeout.D())
+	// Flink's execution.checkpointing.timeout (CheckpointingOptions): 10 min.
+	assert.Equal(t, 10*time.Minute, s.Checkpointing.Timeout.D())
+	assert.Equal(t, FailoverRegion, s.Cluster.Failover, "jobmanager.execution.failover-strategy: region")
+	assert.Equal(t, 5*time.Minute, s.Cluster.SlotRequestTimeout.D(), "slot.request.timeout: 5 min")
 }
 
 func TestLoadSpecJSON(t *testing.T) {
@@ -63,7 +66,9 @@ func TestLoadSpecJSON(t *testing.T) {
 	assert.Equal(t, ExactlyOnce, s.Checkpointing.Mode)
 	assert.Equal(t, 1, s.Cluster.TaskManagers)
 	assert.Equal(t, 1, s.Cluster.SlotsPerTaskManager)
-	assert.Equal(t, RestartFixedDelay, s.Restart.Strategy)
+	assert.Equal(t, RestartDefault, s.Restart.Strategy, "left as written")
+	assert.Equal(t, RestartExponentialDelay, s.Effective().Strategy, "checkpointing on: Flink's default is exponential-delay")
+	assert.Equal(t, DefaultRetainedCheckpoints, s.Checkpointing.Retained, "state.checkpoints.num-retained: 1")
 	opts, err := parseOptions(&s.Operators[0])
 	require.NoError(t, err)
 	assert.Equal(t, 5, opts.Partitions, "JSON numbers are accepted as integers")
@@ -103,7 +108,14 @@ func TestValidateErrors(t *testing.T) {
 		{"option type", func(s *JobSpec) { s.Operators[0].Options = map[string]any{"partitions": "three"} }, "want an integer"},
 		{"bad sink", func(s *JobSpec) { s.Operators[2].Options = map[string]any{"semantics": "maybe"} }, "want exactly-once or at-least-once"},
 		{"bad restart", func(s *JobSpec) { s.Restart.Strategy = "exponential" }, `unknown restart strategy "exponential"`},
-		{"fixed delay without attempts", func(s *JobSpec) { s.Restart = RestartSpec{Strategy: RestartFixedDelay} }, "attempts must be at least 1"},
+		{"negative attempts", func(s *JobSpec) { s.Restart = RestartSpec{Strategy: RestartFixedDelay, Attempts: -1} }, "restart.attempts cannot be negative"},
+		{"multiplier not above 1", func(s *JobSpec) { s.Restart = RestartSpec{Strategy: RestartExponentialDelay, Multiplier: 1} }, "must be greater than 1"},
+		{"jitter above 1", func(s *JobSpec) { s.Restart = RestartSpec{Strategy: RestartExponentialDelay, Jitter: 1.5} }, "within 0 and 1"},
+		{"initial above max backoff", func(s *JobSpec) {
+			s.Restart = RestartSpec{Strategy: RestartExponentialDelay, Delay: Duration(2 * time.Minute)}
+		}, "above the max backoff"},
+		{"negative tolerable", func(s *JobSpec) { s.Checkpointing.TolerableFailed = -1 }, "tolerableFailed must be 0 or more"},
+		{"bad failover", func(s *JobSpec) { s.Cluster.Failover = "individual" }, `failover "individual" is unknown`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

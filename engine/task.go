@@ -66,7 +66,9 @@ type jmMsg struct {
 	state   *state.SubtaskState
 	ack     AckStats
 	reason  string
-	seq     int64
+	// failReason is a decline's CheckpointFailureReason (empty: declined).
+	failReason CheckpointFailureReason
+	seq        int64
 }
 
 // restoreSpec is what the JobManager hands a subtask to restore.
@@ -534,7 +536,7 @@ func (t *subtask) abortAlignment(reason string, decline bool) {
 	t.alignID = 0
 	t.lastBarrier = max(t.lastBarrier, id)
 	if decline {
-		t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: id, reason: reason})
+		t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: id, reason: reason, failReason: CheckpointDeclinedSubsumed})
 		t.event(Event{Kind: EvCheckpointDecline, Checkpoint: id, Message: fmt.Sprintf("%s declined checkpoint %d: %s", t.name, id, reason)})
 	}
 }
@@ -569,7 +571,13 @@ func (t *subtask) checkpoint(b barrier, alignment time.Duration) error {
 }
 
 func (t *subtask) decline(id int64, err error) {
-	t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: id, reason: err.Error()})
+	why := CheckpointDeclined
+	if errors.Is(err, state.ErrStateTooLarge) {
+		// Flink hits the jobmanager storage's cap while writing the state
+		// stream, in the snapshot's asynchronous part.
+		why = CheckpointAsyncException
+	}
+	t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: id, reason: err.Error(), failReason: why})
 	t.event(Event{Kind: EvCheckpointDecline, Checkpoint: id, Message: fmt.Sprintf("%s declined checkpoint %d: %v", t.name, id, err)})
 }
 
@@ -602,7 +610,7 @@ func (p *pendingAck) finish() jmMsg {
 	h, err := p.async.Finish()
 	p.async = nil
 	if err != nil {
-		return jmMsg{kind: jmDecline, attempt: p.msg.attempt, task: p.msg.task, id: p.msg.id,
+		return jmMsg{kind: jmDecline, attempt: p.msg.attempt, task: p.msg.task, id: p.msg.id, failReason: CheckpointAsyncException,
 			reason: fmt.Sprintf("%s could not finish its snapshot: %v", p.msg.task.name, err)}
 	}
 	m := p.msg
@@ -639,7 +647,7 @@ func (t *subtask) handleControl(m control) error {
 		t.toJM = append(t.toJM, jmMsg{kind: jmRunning, attempt: t.ex.attempt, task: t})
 	case ctlTrigger:
 		if t.getStatus() != TaskRunning || t.src == nil {
-			t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: m.barrier.ID, reason: t.name + " is not running"})
+			t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: m.barrier.ID, reason: t.name + " is not running", failReason: CheckpointDeclinedTaskNotReady})
 			return nil
 		}
 		t.lastBarrier = max(t.lastBarrier, m.barrier.ID)

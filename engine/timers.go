@@ -30,7 +30,7 @@ func (c *core) fire(tm timer) {
 		c.periodicCheckpoint()
 	case timerTimeout:
 		if q := c.coord.pending[tm.id]; q != nil && q.attempt == tm.attempt {
-			c.abortCheckpoint(q, fmt.Sprintf("checkpoint expired before completing (timeout %v)", c.spec.Checkpointing.Timeout.D()))
+			c.abortCheckpoint(q, CheckpointExpired, fmt.Sprintf("checkpoint expired before completing (execution.checkpointing.timeout %v)", c.spec.Checkpointing.Timeout.D()))
 		}
 	case timerRestart:
 		if c.attempt == tm.attempt && c.status == JobRestarting {

@@ -50,6 +50,38 @@ type JobView struct {
 	SlotsNeeded         int  `json:"slotsNeeded"`
 	SlotsAvailable      int  `json:"slotsAvailable"`
 	RestartsLeft        int  `json:"restartsLeft"`
+	// Restart is the restart strategy and where it stands.
+	Restart RestartView `json:"restart"`
+	// Failover is jobmanager.execution.failover-strategy: region or full.
+	Failover string `json:"failover"`
+	// TolerableFailedCheckpoints and FailedCheckpointsInARow are the
+	// CheckpointFailureManager's threshold and count.
+	TolerableFailedCheckpoints int `json:"tolerableFailedCheckpoints"`
+	FailedCheckpointsInARow    int `json:"failedCheckpointsInARow"`
+	// SlotRequestDeadline is when a job waiting for slots fails
+	// (slot.request.timeout), while it waits.
+	SlotRequestDeadline time.Duration `json:"slotRequestDeadline,omitempty"`
+}
+
+// RestartView is the job's restart strategy as the UI shows it.
+type RestartView struct {
+	// Strategy is none, fixed-delay, failure-rate or exponential-delay.
+	Strategy string `json:"strategy"`
+	// Default is set when nothing was configured and Flink's default rule
+	// chose Strategy (none without checkpointing, exponential-delay with).
+	Default bool `json:"default"`
+	// Class is the Flink class that implements Strategy.
+	Class string `json:"class"`
+	// Description gives the parameters in words.
+	Description string `json:"description"`
+	// Attempt is the restarts so far as the strategy counts them.
+	Attempt int `json:"attempt"`
+	// MaxAttempts is the limit (0: unlimited, or a failure rate).
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// NextDelay is the backoff of the pending restart, or of the last one.
+	NextDelay time.Duration `json:"nextDelay"`
+	// RestartAt is when the pending restart happens (while RESTARTING).
+	RestartAt time.Duration `json:"restartAt,omitempty"`
 }
 
 // OperatorView is one operator (a JobVertex) and its subtasks.
@@ -184,11 +216,13 @@ type CheckpointStats struct {
 	Total            int           `json:"total"`
 	// StateSize is the full state ("Full Checkpoint Data Size"),
 	// CheckpointedSize what this checkpoint wrote ("Checkpointed Data Size").
-	StateSize        int64      `json:"stateSize"`
-	CheckpointedSize int64      `json:"checkpointedSize"`
-	FailureMessage   string     `json:"failureMessage,omitempty"`
-	Subtasks         []AckStats `json:"subtasks"`
-	Discarded        bool       `json:"discarded,omitempty"`
+	StateSize        int64  `json:"stateSize"`
+	CheckpointedSize int64  `json:"checkpointedSize"`
+	FailureMessage   string `json:"failureMessage,omitempty"`
+	// FailureReason is Flink's CheckpointFailureReason of a failed checkpoint.
+	FailureReason CheckpointFailureReason `json:"failureReason,omitempty"`
+	Subtasks      []AckStats              `json:"subtasks"`
+	Discarded     bool                    `json:"discarded,omitempty"`
 }
 
 // AckStats is one subtask's acknowledgement of a checkpoint.
@@ -263,6 +297,8 @@ type Counters struct {
 	Restores  int `json:"restores"`
 	Rescales  int `json:"rescales"`
 	Failovers int `json:"failovers"`
+	// ManualRestores counts restore commands.
+	ManualRestores int `json:"manualRestores"`
 }
 
 // TaskStateView is the state inspector's view of one subtask.

@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"math"
+	"time"
+)
+
+// Flink's defaults, in one place. Every default a job spec does not set
+// comes from here, named by the Flink configuration option it mirrors and
+// the Flink class that holds it, so a learner who sets the option in Flink
+// gets the same behaviour as here (docs/flink-fidelity.md lists each with
+// the test that proves it).
+const (
+	// DefaultRetainedCheckpoints is state.checkpoints.num-retained
+	// (CheckpointingOptions.MAX_RETAINED_CHECKPOINTS): 1.
+	DefaultRetainedCheckpoints = 1
+	// DefaultCheckpointTimeout is execution.checkpointing.timeout
+	// (CheckpointingOptions.CHECKPOINTING_TIMEOUT): 10 minutes.
+	DefaultCheckpointTimeout = 10 * time.Minute
+	// DefaultMinPause is execution.checkpointing.min-pause
+	// (CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS): 0.
+	DefaultMinPause = 0 * time.Millisecond
+	// DefaultMaxConcurrentCheckpoints is
+	// execution.checkpointing.max-concurrent-checkpoints
+	// (CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS): 1. StateLab's
+	// periodic trigger never starts a checkpoint while one is pending.
+	DefaultMaxConcurrentCheckpoints = 1
+	// DefaultTolerableFailedCheckpoints is
+	// execution.checkpointing.tolerable-failed-checkpoints
+	// (CheckpointingOptions.TOLERABLE_FAILURE_NUMBER, enforced by
+	// CheckpointFailureManager): 0, the first counted failure fails the job
+	// over.
+	DefaultTolerableFailedCheckpoints = 0
+
+	// DefaultFixedDelayAttempts is restart-strategy.fixed-delay.attempts
+	// (RestartStrategyOptions): 1.
+	DefaultFixedDelayAttempts = 1
+	// DefaultFixedDelay is restart-strategy.fixed-delay.delay: 1 s.
+	DefaultFixedDelay = time.Second
+	// DefaultFailureRateMaxFailures is
+	// restart-strategy.failure-rate.max-failures-per-interval: 1.
+	DefaultFailureRateMaxFailures = 1
+	// DefaultFailureRateInterval is
+	// restart-strategy.failure-rate.failure-rate-interval: 1 min.
+	DefaultFailureRateInterval = time.Minute
+	// DefaultFailureRateDelay is restart-strategy.failure-rate.delay: 1 s.
+	DefaultFailureRateDelay = time.Second
+	// DefaultExponentialInitialBackoff is
+	// restart-strategy.exponential-delay.initial-backoff: 1 s.
+	DefaultExponentialInitialBackoff = time.Second
+	// DefaultExponentialMaxBackoff is
+	// restart-strategy.exponential-delay.max-backoff: 1 min.
+	DefaultExponentialMaxBackoff = time.Minute
+	// DefaultExponentialMultiplier is
+	// restart-strategy.exponential-delay.backoff-multiplier: 1.5.
+	DefaultExponentialMultiplier = 1.5
+	// DefaultExponentialJitter is
+	// restart-strategy.exponential-delay.jitter-factor: 0.1.
+	DefaultExponentialJitter = 0.1
+	// DefaultExponentialResetThreshold is
+	// restart-strategy.exponential-delay.reset-backoff-threshold: 1 h.
+	DefaultExponentialResetThreshold = time.Hour
+	// UnlimitedAttempts is restart-strategy.exponential-delay.
+	// attempts-before-reset-backoff's default, Integer.MAX_VALUE: unlimited.
+	UnlimitedAttempts = math.MaxInt32
+
+	// DefaultSlotRequestTimeout is slot.request.timeout
+	// (JobManagerOptions.SLOT_REQUEST_TIMEOUT): 5 min of job time, after
+	// which the default scheduler fails the job and the restart strategy
+	// decides.
+	DefaultSlotRequestTimeout = 5 * time.Minute
+	// FlinkHeartbeatTimeout is heartbeat.timeout (HeartbeatManagerOptions):
+	// 50 s. StateLab's default (DefaultHeartbeatTimeout) is shorter, for
+	// teaching; the spec's cluster.heartbeatTimeout sets Flink's own.
+	FlinkHeartbeatTimeout = 50 * time.Second
+	// DefaultHeartbeatTimeout is how long (job time) the JobManager takes
+	// to notice a TaskManager that died without a word. Flink waits
+	// heartbeat.timeout (50 s) unless the resource manager sees the process
+	// exit first (YARN, Kubernetes): StateLab's 2 s stands for that faster
+	// path, so a lesson does not wait 50 s.
+	DefaultHeartbeatTimeout = 2 * time.Second
+)
+
+// FlinkDefault is one default as docs/flink-fidelity.md lists it.
+type FlinkDefault struct {
+	Option string `json:"option"` // Flink's configuration key
+	Class  string `json:"class"`  // the Flink class that holds or applies it
+	Value  string `json:"value"`  // Flink's default
+	// StateLab is StateLab's default, when it differs from Flink's (and why).
+	StateLab string `json:"statelab,omitempty"`
+}
+
+// FlinkDefaults lists every failure-handling default StateLab takes from
+// Flink, for the docs and the tests.
+var FlinkDefaults = []FlinkDefault{
+	{Option: "state.checkpoints.num-retained", Class: "CheckpointingOptions", Value: "1"},
+	{Option: "execution.checkpointing.timeout", Class: "CheckpointingOptions", Value: "10 min"},
+	{Option: "execution.checkpointing.min-pause", Class: "CheckpointingOptions", Value: "0"},
+	{Option: "execution.checkpointing.max-concurrent-checkpoints", Class: "CheckpointingOptions", Value: "1"},
+	{Option: "execution.checkpointing.tolerable-failed-checkpoints", Class: "CheckpointFailureManager", Value: "0"},
+	{Option: "restart-strategy.type", Class: "RestartBackoffTimeStrategyFactoryLoader", Value: "none without checkpointing, exponential-delay with it"},
+	{Option: "restart-strategy.fixed-delay.attempts / .delay", Class: "FixedDelayRestartBackoffTimeStrategy", Value: "1 / 1 s"},
+	{Option: "restart-strategy.failure-rate.max-failures-per-interval / .failure-rate-interval / .delay", Class: "FailureRateRestartBackoffTimeStrategy", Value: "1 / 1 min / 1 s"},
+	{Option: "restart-strategy.exponential-delay.*", Class: "ExponentialDelayRestartBackoffTimeStrategy", Value: "initial 1 s, max 1 min, multiplier 1.5, jitter 0.1, reset threshold 1 h, attempts unlimited"},
+	{Option: "jobmanager.execution.failover-strategy", Class: "RestartPipelinedRegionFailoverStrategy", Value: "region"},
+	{Option: "slot.request.timeout", Class: "JobManagerOptions", Value: "5 min"},
+	{Option: "heartbeat.timeout", Class: "HeartbeatManagerOptions", Value: "50 s", StateLab: "2 s (stands for the resource manager seeing the process exit; set cluster.heartbeatTimeout to 50s for Flink's)"},
+}
