@@ -80,6 +80,9 @@ type ReportKeyed struct {
 	Location     string `json:"location"`
 	SharedFiles  int    `json:"sharedFiles,omitempty"`
 	PrivateFiles int    `json:"privateFiles,omitempty"`
+	// Values are the decoded entries of an inline full snapshot
+	// (DecodeKeyedState); absent when the bytes are in files.
+	Values *KeyedValues `json:"values,omitempty"`
 }
 
 // NewReport summarises m.
@@ -97,7 +100,7 @@ func NewReport(m *Metadata) *Report {
 		}
 		for _, st := range op.Subtasks {
 			rs := ReportSubtask{Subtask: st.Index, Finished: st.Finished, OperatorState: lists(st.ManagedOperatorState),
-				KeyedState: keyed(st.ManagedKeyedState), RawKeyedState: keyed(st.RawKeyedState),
+				KeyedState: keyed(st.ManagedKeyedState, op.MaxParallelism), RawKeyedState: keyed(st.RawKeyedState, 0),
 				InputChannels: len(st.InputChannelState), OutputChannels: len(st.ResultSubpartitionState),
 				RefCheckpointID: st.RefCheckpointID}
 			if st.RawOperatorState != nil {
@@ -144,7 +147,9 @@ func lists(h *OperatorStateHandle) []ReportList {
 	return out
 }
 
-func keyed(h *KeyedHandle) []ReportKeyed {
+// keyed summarises a keyed handle; with maxParallelism > 0 it also decodes
+// an inline full snapshot's entries (raw keyed state is the user's own bytes).
+func keyed(h *KeyedHandle, maxParallelism int) []ReportKeyed {
 	out := []ReportKeyed{}
 	if h == nil {
 		return out
@@ -153,6 +158,9 @@ func keyed(h *KeyedHandle) []ReportKeyed {
 	switch {
 	case h.Delegate.Inline():
 		k.Location = "inline"
+		if maxParallelism > 0 && len(h.Offsets) > 0 {
+			k.Values = DecodeKeyedState(h, maxParallelism)
+		}
 	case h.Delegate != nil:
 		k.Location = h.Delegate.Path
 	case h.Kind == KindIncremental:

@@ -41,10 +41,14 @@ var simpleSnapshots = map[string]string{
 	"org.apache.flink.api.common.typeutils.base.BooleanSerializer$BooleanSerializerSnapshot":                             "Boolean",
 	"org.apache.flink.api.common.typeutils.base.DoubleSerializer$DoubleSerializerSnapshot":                               "Double",
 	"org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot": "byte[]",
+	"org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot":                             "VoidNamespace",
 }
 
 type stateMeta struct {
 	name                 string
+	stateType            int32
+	options              map[string]string
+	serializers          map[string]*serializerInfo
 	keyType, valueType   string
 	keyClass, valueClass string
 }
@@ -145,13 +149,17 @@ func readOperatorMeta(b []byte) (map[string]stateMeta, error) {
 	return out, nil
 }
 
+// readStateMeta reads one StateMetaInfoSnapshot as
+// StateMetaInfoSnapshotReadersWriters' current writer writes it: name, state
+// type, options, then each serializer's snapshot under its key
+// (KEY_SERIALIZER, NAMESPACE_SERIALIZER, VALUE_SERIALIZER, …).
 func readStateMeta(r *reader) (stateMeta, error) {
-	var m stateMeta
+	m := stateMeta{options: map[string]string{}, serializers: map[string]*serializerInfo{}}
 	var err error
 	if m.name, err = r.utf("state name"); err != nil {
 		return m, err
 	}
-	if _, err = r.i32("state type"); err != nil {
+	if m.stateType, err = r.i32("state type"); err != nil {
 		return m, err
 	}
 	n, err := r.count("number of options", 4)
@@ -159,12 +167,15 @@ func readStateMeta(r *reader) (stateMeta, error) {
 		return m, err
 	}
 	for range n {
-		if _, err = r.utf("option key"); err != nil {
+		k, err := r.utf("option key")
+		if err != nil {
 			return m, err
 		}
-		if _, err = r.utf("option value"); err != nil {
+		v, err := r.utf("option value")
+		if err != nil {
 			return m, err
 		}
+		m.options[k] = v
 	}
 	if n, err = r.count("number of serializers", 4); err != nil {
 		return m, err
@@ -174,27 +185,16 @@ func readStateMeta(r *reader) (stateMeta, error) {
 		if err != nil {
 			return m, err
 		}
-		// TypeSerializerSnapshotSerializationUtil: proxy version, then
-		// TypeSerializerSnapshot.writeVersionedSnapshot (class name, version, content).
-		if _, err = r.i32("serializer snapshot proxy version"); err != nil {
-			return m, err
-		}
-		class, err := r.utf("serializer snapshot class")
+		si, err := readSerializerSnapshot(r)
 		if err != nil {
-			return m, err
+			return m, fmt.Errorf("state %q: %w", m.name, err)
 		}
-		if _, err = r.i32("serializer snapshot version"); err != nil {
-			return m, err
-		}
-		typ, ok := simpleSnapshots[class]
-		if !ok {
-			return m, fmt.Errorf("state %q has serializer snapshot %s, whose format StateLab does not know, so its values stay bytes", m.name, class)
-		}
+		m.serializers[key] = si
 		switch key {
 		case "KEY_SERIALIZER":
-			m.keyType, m.keyClass = typ, class
+			m.keyType, m.keyClass = si.typ, si.class
 		case "VALUE_SERIALIZER":
-			m.valueType, m.valueClass = typ, class
+			m.valueType, m.valueClass = si.typ, si.class
 		}
 	}
 	return m, nil

@@ -1,6 +1,10 @@
 package web
 
 import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -61,4 +65,54 @@ func TestBrowserSavepointUploadShowsOperatorsStateAndPlan(t *testing.T) {
 	b.clickLive(`#sp-plan-go`)
 	b.waitJS(20*time.Second, "the refusal", `!!document.getElementById('sp-plan-error')`)
 	assert.Contains(t, eval[string](b, `document.getElementById('sp-plan-error').textContent`), "maximum parallelism (128)")
+}
+
+// keyedMetadataFile writes, as MetadataV3Serializer does, a version 3
+// _metadata with one keyed operator (parallelism 2, max parallelism 4):
+// subtask 0 holds key groups 0-1 inline (offsets 2 and 6 in 10 bytes: 4 and 4
+// bytes), subtask 1 key groups 2-3 in a 100-byte file (offsets 1 and 40: 39
+// and 60 bytes).
+func keyedMetadataFile(t *testing.T) string {
+	var b bytes.Buffer
+	put := func(vs ...any) {
+		for _, v := range vs {
+			if s, ok := v.(string); ok {
+				require.NoError(t, binary.Write(&b, binary.BigEndian, uint16(len(s))))
+				b.WriteString(s)
+				continue
+			}
+			require.NoError(t, binary.Write(&b, binary.BigEndian, v))
+		}
+	}
+	put(int32(0x4960672d), int32(3), int64(7), int32(0), int32(1))
+	put(int64(0x0a0b0c0d0e0f1011), int64(0x2122232425262728), int32(2), int32(4), byte(0), int32(2))
+	put(int32(0), int32(0), int32(0), byte(12), int32(0), int32(2), int64(2), int64(6), byte(1), "inline", int32(10))
+	b.Write(make([]byte, 10))
+	put("id-0", byte(0), int32(0), int32(0))
+	put(int32(1), int32(0), int32(0), byte(7), int32(2), int32(2), int64(1), int64(40), byte(2), int64(100), "file:/sp/kg-1")
+	put(byte(0), int32(0), int32(0))
+	p := filepath.Join(t.TempDir(), "_metadata")
+	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o600))
+	return p
+}
+
+// The key-group strip is sized by bytes: each cell as wide as the bytes its
+// key group's offsets give it, coloured by the subtask that saved it.
+func TestBrowserSavepointKeyGroupStripSizedByBytes(t *testing.T) {
+	path := keyedMetadataFile(t)
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/savepoint?lang=zh"))
+	b.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
+	b.run(chromedp.SetUploadFiles(chromedp.CSS(`#sp-file`), []string{path}))
+	b.waitJS(30*time.Second, "the strip", `document.querySelectorAll('.sp-operator .sp-strip .sp-kg').length === 4`)
+	b.shot("savepoint-03-keyed-zh")
+	got := eval[[]float64](b, `[...document.querySelectorAll('.sp-operator .sp-strip .sp-kg')].map(r => Number(r.getAttribute('width')))`)
+	want := []float64{4, 4, 39, 60}
+	for i := range want {
+		assert.InDelta(t, want[i]/107*1000, got[i], 0.5, "cell %d", i)
+	}
+	fills := eval[[]string](b, `[...document.querySelectorAll('.sp-operator .sp-strip .sp-kg')].map(r => r.getAttribute('fill'))`)
+	assert.Equal(t, fills[0], fills[1])
+	assert.NotEqual(t, fills[1], fills[2])
+	assert.Contains(t, eval[string](b, `document.querySelector('.sp-operator').textContent`), "最大并行度 4")
 }

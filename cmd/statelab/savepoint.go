@@ -178,6 +178,7 @@ func writeSavepointReport(out *bufio.Writer, path string, rep *savepoint.Report)
 			writeLists(out, "raw operator state", st.RawOperatorState)
 			for _, k := range append(append([]savepoint.ReportKeyed{}, st.KeyedState...), st.RawKeyedState...) {
 				fmt.Fprintf(out, "    keyed state: key groups [%d, %d], %s (%s, %s)\n", k.Start, k.End, bytesText(k.Bytes), k.Kind, k.Location)
+				writeKeyedValues(out, k.Values)
 			}
 			if st.ChannelBytes > 0 {
 				fmt.Fprintf(out, "    in-flight data (unaligned checkpoint): %d input, %d output handles, %s\n", st.InputChannels, st.OutputChannels, bytesText(st.ChannelBytes))
@@ -200,6 +201,38 @@ func writeLists(out *bufio.Writer, what string, ls []savepoint.ReportList) {
 		if l.NotDecoded != "" {
 			fmt.Fprintf(out, "      values not decoded: %s\n", l.NotDecoded)
 		}
+	}
+}
+
+func writeKeyedValues(out *bufio.Writer, v *savepoint.KeyedValues) {
+	if v == nil {
+		return
+	}
+	for _, st := range v.States {
+		fmt.Fprintf(out, "      %q (%s): %d %s\n", st.Name, st.StateType, st.Entries, plural(st.Entries, "entry", "entries"))
+		for i, e := range st.Samples {
+			if i == 5 {
+				fmt.Fprintf(out, "        … (%d decoded here, %d in all)\n", len(st.Samples), st.Entries)
+				break
+			}
+			k, _ := json.Marshal(e.Key)
+			val, _ := json.Marshal(e.Value)
+			if e.UserKey != nil {
+				uk, _ := json.Marshal(e.UserKey)
+				fmt.Fprintf(out, "        key group %d: %s[%s] = %s\n", e.KeyGroup, k, uk, val)
+			} else {
+				fmt.Fprintf(out, "        key group %d: %s = %s\n", e.KeyGroup, k, val)
+			}
+		}
+		if st.NotDecoded != "" {
+			fmt.Fprintf(out, "        values not decoded: %s\n", st.NotDecoded)
+		}
+	}
+	if v.KeyGroupChecked > 0 {
+		fmt.Fprintf(out, "      key groups recomputed with Flink's assignment: %d of %d keys agree\n", v.KeyGroupChecked-v.KeyGroupMismatches, v.KeyGroupChecked)
+	}
+	if v.NotDecoded != "" {
+		fmt.Fprintf(out, "      keyed values not decoded: %s\n", v.NotDecoded)
 	}
 }
 

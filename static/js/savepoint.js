@@ -170,13 +170,38 @@ function renderOperator(op) {
     } else {
       tr.append(h('td', {}, st.operatorState.length ? st.operatorState.map(renderList) : h('span', { class: 'muted' }, t('savepoint.none'))),
         h('td', {}, st.keyedState.length ? st.keyedState.map((k) => h('div', { class: 'sp-keyed' },
-          t('savepoint.keyedRange', { start: k.start, end: k.end, size: bytes(k.bytes) }), ' ', h('span', { class: 'muted' }, `${k.kind}, ${k.location}`))) : h('span', { class: 'muted' }, t('savepoint.none'))));
+          t('savepoint.keyedRange', { start: k.start, end: k.end, size: bytes(k.bytes) }), ' ', h('span', { class: 'muted' }, `${k.kind}, ${k.location}`),
+          keyedValues(k.values))) : h('span', { class: 'muted' }, t('savepoint.none'))));
     }
     body.append(tr);
   }
   table.append(body);
   card.append(table);
   return card;
+}
+
+// The decoded entries of an inline full snapshot: per state, its entry count
+// and a few entries; then how many keys Flink's assignment puts in the key
+// group they were stored under.
+function keyedValues(v) {
+  if (!v) return null;
+  const box = h('div', { class: 'sp-keyed-values' });
+  for (const st of v.states) {
+    box.append(h('div', { class: 'sp-list', 'data-state': st.name }, h('strong', {}, st.name), ' ', h('span', { class: 'sp-mode' }, st.stateType || '?'), ' ',
+      t('savepoint.keyedEntries', { n: st.entries })));
+    if (st.samples && st.samples.length) {
+      const ul = h('ul', { class: 'sp-values' });
+      for (const e of st.samples.slice(0, 10)) {
+        const key = e.userKey !== undefined ? `${JSON.stringify(e.key)}[${JSON.stringify(e.userKey)}]` : JSON.stringify(e.key);
+        ul.append(h('li', { class: 'sp-keyed-entry' }, h('span', { class: 'muted' }, `#${e.keyGroup} `), `${key} = ${JSON.stringify(e.value)}`));
+      }
+      box.append(ul);
+    }
+    if (st.notDecoded) box.append(h('p', { class: 'hint' }, t('savepoint.notDecoded', { reason: st.notDecoded })));
+  }
+  if (v.keyGroupChecked > 0) box.append(h('p', { class: 'hint sp-kg-check' }, t('savepoint.kgCheck', { ok: v.keyGroupChecked - v.keyGroupMismatches, n: v.keyGroupChecked })));
+  if (v.notDecoded) box.append(h('p', { class: 'hint' }, t('savepoint.notDecoded', { reason: v.notDecoded })));
+  return box;
 }
 
 function svgSwatch(i) {

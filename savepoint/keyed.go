@@ -1,0 +1,391 @@
+package savepoint
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/statelab/statelab/rescale"
+)
+
+// serializerInfo is what StateLab read of one TypeSerializerSnapshot: its
+// class, the value type it stands for when StateLab can decode that type,
+// and the snapshots nested in it (a list's element, a map's key and value).
+type serializerInfo struct {
+	class  string
+	typ    string // String, Long, Integer, Boolean, Double, byte[], VoidNamespace, List, Map; "" when unknown
+	nested []*serializerInfo
+}
+
+// compositeSnapshots are CompositeTypeSerializerSnapshot subclasses whose
+// outer snapshot is empty: after the class name and version they write the
+// outer magic number and version (internalWriteOuterSnapshot), then
+// NestedSerializersSnapshotDelegate.writeNestedSerializerSnapshots: a magic
+// number, a version, the count and each nested versioned snapshot.
+var compositeSnapshots = map[string]string{
+	"org.apache.flink.api.common.typeutils.base.ListSerializerSnapshot": "List",
+	"org.apache.flink.api.common.typeutils.base.MapSerializerSnapshot":  "Map",
+	"org.apache.flink.streaming.api.operators.TimerSerializerSnapshot":  "Timer",
+}
+
+// readSerializerSnapshot reads TypeSerializerSnapshotSerializationUtil's
+// framing (the proxy's version) and then one versioned snapshot.
+func readSerializerSnapshot(r *reader) (*serializerInfo, error) {
+	if _, err := r.i32("serializer snapshot proxy version"); err != nil {
+		return nil, err
+	}
+	return readVersionedSnapshot(r)
+}
+
+// readVersionedSnapshot reads TypeSerializerSnapshot.writeVersionedSnapshot:
+// the snapshot class name, its version, then its content, which StateLab can
+// step over only for the classes it knows.
+func readVersionedSnapshot(r *reader) (*serializerInfo, error) {
+	if err := r.enter("serializer snapshot"); err != nil {
+		return nil, err
+	}
+	defer r.leave()
+	class, err := r.utf("serializer snapshot class")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.i32("serializer snapshot version"); err != nil {
+		return nil, err
+	}
+	if typ, ok := simpleSnapshots[class]; ok {
+		return &serializerInfo{class: class, typ: typ}, nil
+	}
+	typ, ok := compositeSnapshots[class]
+	if !ok {
+		return nil, fmt.Errorf("serializer snapshot %s has a format StateLab does not know, so it cannot read past it; values stay bytes", class)
+	}
+	for _, what := range []string{"outer magic number", "outer version", "nested magic number", "nested version"} {
+		if _, err := r.i32(what); err != nil {
+			return nil, err
+		}
+	}
+	n, err := r.count("number of nested serializers", 6)
+	if err != nil {
+		return nil, err
+	}
+	si := &serializerInfo{class: class, typ: typ}
+	for range n {
+		c, err := readVersionedSnapshot(r)
+		if err != nil {
+			return nil, err
+		}
+		si.nested = append(si.nested, c)
+	}
+	return si, nil
+}
+
+// KeyedStateValues is one keyed state in one handle: its entries, and a
+// sample of them decoded.
+type KeyedStateValues struct {
+	Name string `json:"name"`
+	// StateType is the KEYED_STATE_TYPE option (VALUE, LIST, MAP, …) or, for
+	// timers, PRIORITY_QUEUE.
+	StateType       string       `json:"stateType"`
+	KeySerializer   string       `json:"keySerializer,omitempty"`
+	ValueSerializer string       `json:"valueSerializer,omitempty"`
+	Entries         int          `json:"entries"`
+	Samples         []KeyedEntry `json:"samples,omitempty"`
+	NotDecoded      string       `json:"notDecoded,omitempty"`
+}
+
+// KeyedEntry is one decoded entry: its key group, key, map key (MapState)
+// and value (a list for ListState).
+type KeyedEntry struct {
+	KeyGroup int `json:"keyGroup"`
+	Key      any `json:"key"`
+	UserKey  any `json:"userKey,omitempty"`
+	Value    any `json:"value"`
+}
+
+// KeyedValues is what DecodeKeyedState found in one keyed handle.
+type KeyedValues struct {
+	States []KeyedStateValues `json:"states"`
+	// KeyGroupChecked counts decoded keys whose key group StateLab computed
+	// with Flink's assignment (rescale.KeyGroupFor*); KeyGroupMismatches those
+	// whose computed group differs from the group Flink stored them under.
+	KeyGroupChecked    int    `json:"keyGroupChecked"`
+	KeyGroupMismatches int    `json:"keyGroupMismatches"`
+	NotDecoded         string `json:"notDecoded,omitempty"`
+}
+
+// maxSamples bounds the decoded entries kept per state and handle.
+const maxSamples = 20
+
+// stateTypes is StateMetaInfoSnapshot.BackendStateType in ordinal order.
+var stateTypes = []string{"KEY_VALUE", "OPERATOR", "BROADCAST", "PRIORITY_QUEUE"}
+
+// DecodeKeyedState reads the keyed state of a full snapshot whose bytes are
+// inline: KeyedBackendSerializationProxy (version, compression flag, key
+// serializer snapshot, state meta infos), then, at each key group's offset,
+// the key/value pairs FullSnapshotAsyncWriter writes — the format of
+// canonical savepoints of both backends and of RocksDB full checkpoints: a
+// short k/v-state id, then [key][value] byte arrays, the key's first bit
+// marking that a new state id or END_OF_KEY_GROUP_MARK (0xFFFF) follows. Keys
+// are RocksDB composite keys: the key group (1 byte up to 128 key groups, else
+// 2), the serialized key, the serialized namespace. It never fails; what it
+// cannot do it says in NotDecoded.
+func DecodeKeyedState(h *KeyedHandle, maxParallelism int) *KeyedValues {
+	out := &KeyedValues{States: []KeyedStateValues{}}
+	switch {
+	case h == nil || len(h.Offsets) == 0:
+		out.NotDecoded = "the handle has no key-group offsets (incremental and changelog handles keep the backend's own files)"
+		return out
+	case !h.Delegate.Inline():
+		out.NotDecoded = fmt.Sprintf("the state is in %s %q, outside the _metadata file; StateLab reads only the _metadata", h.Delegate.Kind, h.Delegate.Path)
+		return out
+	}
+	data := h.Delegate.Data
+	r := &reader{b: data}
+	ver, err := r.i32("keyed state meta version")
+	if err != nil {
+		out.NotDecoded = err.Error()
+		return out
+	}
+	if ver < 5 || ver > 6 {
+		out.NotDecoded = fmt.Sprintf("keyed backend meta version %d: StateLab reads versions 5 and 6", ver)
+		return out
+	}
+	compressed, err := r.boolean("compression flag")
+	if err != nil {
+		out.NotDecoded = err.Error()
+		return out
+	}
+	if compressed {
+		out.NotDecoded = "the key groups are compressed (execution.checkpointing.snapshot-compression); StateLab does not decompress them"
+		return out
+	}
+	keySer, keyErr := readSerializerSnapshot(r)
+	var metas []stateMeta
+	metaErr := keyErr
+	if keyErr == nil {
+		n, err := r.u16("number of keyed states")
+		metaErr = err
+		for i := 0; err == nil && i < int(n); i++ {
+			var m stateMeta
+			if m, err = readStateMeta(r); err != nil {
+				metaErr = err
+				break
+			}
+			metas = append(metas, m)
+		}
+	}
+	if keyErr != nil {
+		out.NotDecoded = "the key serializer: " + keyErr.Error()
+	}
+	// States are numbered in the order of their meta infos (the k/v-state id).
+	for _, m := range metas {
+		st := KeyedStateValues{Name: m.name, StateType: m.options["KEYED_STATE_TYPE"]}
+		if st.StateType == "" && int(m.stateType) < len(stateTypes) && m.stateType >= 0 {
+			st.StateType = stateTypes[m.stateType]
+		}
+		if keySer != nil {
+			st.KeySerializer = keySer.class
+		}
+		if v := m.serializers["VALUE_SERIALIZER"]; v != nil {
+			st.ValueSerializer = v.class
+		}
+		out.States = append(out.States, st)
+	}
+	if metaErr != nil && out.NotDecoded == "" {
+		out.NotDecoded = "states after the ones listed: " + metaErr.Error()
+	}
+	// A heap backend's checkpoint (HeapSnapshotStrategy) starts each key
+	// group with its id as an int; a full snapshot starts with a short state
+	// id and an int key length, so the int there is never a key group > 0.
+	for i, off := range h.Offsets {
+		kg := h.Range.Start + i
+		if kg > 0 && off > 0 && off+4 <= int64(len(data)) && int(binary.BigEndian.Uint32(data[off:])) == kg {
+			out.NotDecoded = "this is a heap backend's checkpoint (HeapSnapshotStrategy writes each key group's state tables, a layout StateLab does not decode); a savepoint of the same job is decoded"
+			return out
+		}
+	}
+	prefix := 1
+	if maxParallelism > 128 {
+		prefix = 2
+	}
+	for i, off := range h.Offsets {
+		if off <= 0 {
+			continue
+		}
+		kg := h.Range.Start + i
+		if off >= int64(len(data)) {
+			out.NotDecoded = fmt.Sprintf("key group %d's offset %d is beyond the %d inline bytes", kg, off, len(data))
+			return out
+		}
+		if err := out.readKeyGroup(&reader{b: data, pos: int(off)}, kg, prefix, keySer, metas, maxParallelism); err != nil {
+			out.NotDecoded = fmt.Sprintf("key group %d: %v", kg, err)
+			return out
+		}
+	}
+	return out
+}
+
+func (out *KeyedValues) readKeyGroup(r *reader, kg, prefix int, keySer *serializerInfo, metas []stateMeta, maxParallelism int) error {
+	id, err := r.u16("k/v-state id")
+	if err != nil {
+		return err
+	}
+	for pairs := 0; ; pairs++ {
+		if int(id) >= len(out.States) {
+			return fmt.Errorf("k/v-state id %d, but %d states are known", id, len(out.States))
+		}
+		kn, err := r.count("key length", 1)
+		if err != nil {
+			return err
+		}
+		if kn == 0 {
+			return fmt.Errorf("%w: an empty key (a key holds at least its key-group prefix)", ErrCorrupt)
+		}
+		key, err := r.bytes(kn, "key")
+		if err != nil {
+			return err
+		}
+		vn, err := r.count("value length", 0)
+		if err != nil {
+			return err
+		}
+		val, err := r.bytes(vn, "value")
+		if err != nil {
+			return err
+		}
+		st := &out.States[id]
+		st.Entries++
+		if len(st.Samples) < maxSamples && st.NotDecoded == "" {
+			e, err := decodeEntry(key, val, kg, prefix, keySer, metas[id])
+			if err != nil {
+				st.NotDecoded = err.Error()
+			} else {
+				st.Samples = append(st.Samples, e)
+				out.checkKeyGroup(e.Key, keySer, kg, maxParallelism)
+			}
+		}
+		if key[0]&0x80 == 0 {
+			continue
+		}
+		next, err := r.u16("k/v-state id or end of key group")
+		if err != nil {
+			return err
+		}
+		if next == 0xFFFF {
+			return nil
+		}
+		id = next
+	}
+}
+
+// checkKeyGroup recomputes a decoded key's key group with Flink's
+// assignment (Java hashCode, murmur hash, modulo max parallelism).
+func (out *KeyedValues) checkKeyGroup(key any, keySer *serializerInfo, kg, maxParallelism int) {
+	var g int
+	switch k := key.(type) {
+	case string:
+		g = rescale.KeyGroupForString(k, maxParallelism)
+	case int32:
+		g = rescale.KeyGroupForInt(k, maxParallelism)
+	case int64:
+		g = rescale.KeyGroupForLong(k, maxParallelism)
+	default:
+		return
+	}
+	out.KeyGroupChecked++
+	if g != kg {
+		out.KeyGroupMismatches++
+	}
+}
+
+// decodeEntry splits a composite key into key group, key and namespace (and
+// a MapState's user key), and decodes the value by the state's type.
+func decodeEntry(key, val []byte, kg, prefix int, keySer *serializerInfo, m stateMeta) (KeyedEntry, error) {
+	e := KeyedEntry{KeyGroup: kg}
+	if keySer == nil || keySer.typ == "" {
+		return e, fmt.Errorf("key serializer unknown")
+	}
+	k := append([]byte(nil), key...)
+	k[0] &^= 0x80 // the meta-data-follows flag
+	r := &reader{b: k}
+	stored := 0
+	for range prefix {
+		b, err := r.u8("key-group prefix")
+		if err != nil {
+			return e, err
+		}
+		stored = stored<<8 | int(b)
+	}
+	if stored != kg {
+		return e, fmt.Errorf("a key stored under key group %d is prefixed with key group %d", kg, stored)
+	}
+	var err error
+	if e.Key, err = readTyped(r, keySer.typ, keySer.class); err != nil {
+		return e, fmt.Errorf("key: %w", err)
+	}
+	ns := m.serializers["NAMESPACE_SERIALIZER"]
+	if ns == nil || ns.typ != "VoidNamespace" {
+		return e, fmt.Errorf("state %q has a namespace (a window, say) StateLab does not decode", m.name)
+	}
+	if _, err := r.u8("namespace"); err != nil {
+		return e, err
+	}
+	vs := m.serializers["VALUE_SERIALIZER"]
+	if vs == nil {
+		return e, fmt.Errorf("state %q has no value serializer", m.name)
+	}
+	switch vs.typ {
+	case "List":
+		if r.remaining() != 0 || len(vs.nested) != 1 {
+			return e, fmt.Errorf("list state %q: unexpected key bytes", m.name)
+		}
+		// RocksDB's list format (ListDelimitedSerializer): elements separated by ','.
+		el := vs.nested[0]
+		vr := &reader{b: val}
+		var items []any
+		for vr.remaining() > 0 {
+			v, err := readTyped(vr, el.typ, el.class)
+			if err != nil {
+				return e, fmt.Errorf("list state %q: %w", m.name, err)
+			}
+			items = append(items, v)
+			if vr.remaining() > 0 {
+				if d, _ := vr.u8("delimiter"); d != ',' {
+					return e, fmt.Errorf("list state %q: delimiter 0x%02x, not ','", m.name, d)
+				}
+			}
+		}
+		e.Value = items
+	case "Map":
+		if len(vs.nested) != 2 {
+			return e, fmt.Errorf("map state %q: unexpected serializer", m.name)
+		}
+		if e.UserKey, err = readTyped(r, vs.nested[0].typ, vs.nested[0].class); err != nil {
+			return e, fmt.Errorf("map state %q user key: %w", m.name, err)
+		}
+		// RocksDBMapState: a null flag, then the value.
+		vr := &reader{b: val}
+		isNull, err := vr.boolean("null flag")
+		if err != nil {
+			return e, err
+		}
+		if !isNull {
+			if e.Value, err = readTyped(vr, vs.nested[1].typ, vs.nested[1].class); err != nil {
+				return e, fmt.Errorf("map state %q value: %w", m.name, err)
+			}
+		}
+		if vr.remaining() != 0 {
+			return e, fmt.Errorf("map state %q: %d value bytes left", m.name, vr.remaining())
+		}
+	default:
+		if vs.typ == "" || vs.typ == "Timer" || vs.typ == "VoidNamespace" {
+			return e, fmt.Errorf("state %q's values are not decoded (serializer %s)", m.name, vs.class)
+		}
+		if _, e.Value, err = decodeValue(val, vs.typ, vs.class, true); err != nil {
+			return e, fmt.Errorf("state %q: %w", m.name, err)
+		}
+	}
+	if r.remaining() != 0 {
+		return e, fmt.Errorf("state %q: %d key bytes left after the namespace", m.name, r.remaining())
+	}
+	return e, nil
+}
