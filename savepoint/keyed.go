@@ -110,6 +110,7 @@ type KeyedValues struct {
 	KeyGroupChecked    int    `json:"keyGroupChecked"`
 	KeyGroupMismatches int    `json:"keyGroupMismatches"`
 	NotDecoded         string `json:"notDecoded,omitempty"`
+	limit              int
 }
 
 // maxSamples bounds the decoded entries kept per state and handle.
@@ -129,7 +130,12 @@ var stateTypes = []string{"KEY_VALUE", "OPERATOR", "BROADCAST", "PRIORITY_QUEUE"
 // 2), the serialized key, the serialized namespace. It never fails; what it
 // cannot do it says in NotDecoded.
 func DecodeKeyedState(h *KeyedHandle, maxParallelism int) *KeyedValues {
-	out := &KeyedValues{States: []KeyedStateValues{}}
+	return decodeKeyedState(h, maxParallelism, maxSamples)
+}
+
+// decodeKeyedState keeps up to limit decoded entries per state.
+func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
+	out := &KeyedValues{States: []KeyedStateValues{}, limit: limit}
 	switch {
 	case h == nil || len(h.Offsets) == 0:
 		out.NotDecoded = "the handle has no key-group offsets (incremental and changelog handles keep the backend's own files)"
@@ -254,7 +260,7 @@ func (out *KeyedValues) readKeyGroup(r *reader, kg, prefix int, keySer *serializ
 		}
 		st := &out.States[id]
 		st.Entries++
-		if len(st.Samples) < maxSamples && st.NotDecoded == "" {
+		if len(st.Samples) < out.limit && st.NotDecoded == "" {
 			e, err := decodeEntry(key, val, kg, prefix, keySer, metas[id])
 			if err != nil {
 				st.NotDecoded = err.Error()

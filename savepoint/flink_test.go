@@ -1,0 +1,299 @@
+package savepoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+// Agreement with Flink. Each directory under testdata/flink/ (or under
+// $STATELAB_FLINK_SAVEPOINTS) holds a _metadata Flink wrote and flink.json:
+// what Flink's own Checkpoints.loadCheckpointMetadata (and, for keyedValues,
+// the State Processor API) read from it. The schema, every field optional:
+//
+//	{"flinkVersion":"1.20.1","backend":"hashmap|rocksdb","snapshot":"savepoint-canonical|savepoint-native|checkpoint",
+//	 "metadata":{"checkpointId":3,"masterStates":0,"properties":{"savepoint":true,"formatType":"CANONICAL"},
+//	   "operators":[{"id":"<OperatorID.toHexString()>","name":null,"uid":null,"parallelism":2,"maxParallelism":128,
+//	     "coordinatorStateSize":0,"fullyFinished":false,
+//	     "subtasks":[{"index":0,"finished":false,
+//	       "managedOperatorState":[{"name":"…","mode":"SPLIT_DISTRIBUTE","offsets":[…]}],
+//	       "managedKeyedState":[{"class":"KeyGroupsSavepointStateHandle","start":0,"end":63,"stateSize":1234}]}]}]},
+//	 "keyedValues":{"<operator id>":{"<state>":{"<key as text>":<value>}}}}
+//
+// The test skips when there is no such directory.
+type flinkReading struct {
+	FlinkVersion string `json:"flinkVersion"`
+	Backend      string `json:"backend"`
+	Snapshot     string `json:"snapshot"`
+	Metadata     *struct {
+		CheckpointID *int64 `json:"checkpointId"`
+		MasterStates *int   `json:"masterStates"`
+		Properties   *struct {
+			Savepoint  *bool  `json:"savepoint"`
+			FormatType string `json:"formatType"`
+		} `json:"properties"`
+		Operators []struct {
+			ID                   string  `json:"id"`
+			Name                 *string `json:"name"`
+			UID                  *string `json:"uid"`
+			Parallelism          *int    `json:"parallelism"`
+			MaxParallelism       *int    `json:"maxParallelism"`
+			CoordinatorStateSize *int64  `json:"coordinatorStateSize"`
+			FullyFinished        *bool   `json:"fullyFinished"`
+			Subtasks             []struct {
+				Index                int   `json:"index"`
+				Finished             *bool `json:"finished"`
+				ManagedOperatorState []struct {
+					Name    string  `json:"name"`
+					Mode    string  `json:"mode"`
+					Offsets []int64 `json:"offsets"`
+				} `json:"managedOperatorState"`
+				ManagedKeyedState []struct {
+					Class     string `json:"class"`
+					Start     int    `json:"start"`
+					End       int    `json:"end"`
+					StateSize *int64 `json:"stateSize"`
+				} `json:"managedKeyedState"`
+			} `json:"subtasks"`
+		} `json:"operators"`
+	} `json:"metadata"`
+	KeyedValues map[string]map[string]map[string]any `json:"keyedValues"`
+}
+
+func flinkDirs(t *testing.T) []string {
+	root := os.Getenv("STATELAB_FLINK_SAVEPOINTS")
+	if root == "" {
+		root = filepath.Join("testdata", "flink")
+	}
+	var dirs []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "flink.json" {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+		return nil
+	})
+	sort.Strings(dirs)
+	if len(dirs) == 0 {
+		t.Skipf("no savepoints written by Flink under %s (each: _metadata + flink.json)", root)
+	}
+	return dirs
+}
+
+func TestAgreesWithFlink(t *testing.T) {
+	for _, dir := range flinkDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var want flinkReading
+			raw, err := os.ReadFile(filepath.Join(dir, "flink.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatalf("flink.json: %v", err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Read(b)
+			if err != nil {
+				t.Fatalf("Flink %s read it; StateLab: %v", want.FlinkVersion, err)
+			}
+			if want.Metadata != nil {
+				compareMetadata(t, m, &want)
+			}
+			compareKeyedValues(t, m, want.KeyedValues)
+		})
+	}
+}
+
+func compareMetadata(t *testing.T, m *Metadata, want *flinkReading) {
+	w := want.Metadata
+	if w.CheckpointID != nil && *w.CheckpointID != m.CheckpointID {
+		t.Errorf("checkpoint id %d, Flink %d", m.CheckpointID, *w.CheckpointID)
+	}
+	if w.MasterStates != nil && *w.MasterStates != len(m.MasterStates) {
+		t.Errorf("%d master states, Flink %d", len(m.MasterStates), *w.MasterStates)
+	}
+	if p := w.Properties; p != nil {
+		if m.Properties == nil {
+			t.Errorf("no properties (%s); Flink read them", m.PropertiesError)
+		} else {
+			if p.Savepoint != nil && *p.Savepoint != m.Properties.IsSavepoint() {
+				t.Errorf("savepoint %v, Flink %v", m.Properties.IsSavepoint(), *p.Savepoint)
+			}
+			if p.FormatType != "" && p.FormatType != m.Properties.FormatType {
+				t.Errorf("format %q, Flink %q", m.Properties.FormatType, p.FormatType)
+			}
+		}
+	}
+	if len(w.Operators) != len(m.Operators) {
+		t.Fatalf("%d operators, Flink %d", len(m.Operators), len(w.Operators))
+	}
+	byID := map[string]*OperatorState{}
+	for i := range m.Operators {
+		byID[m.Operators[i].ID] = &m.Operators[i]
+	}
+	for _, wo := range w.Operators {
+		op := byID[wo.ID]
+		if op == nil {
+			t.Errorf("Flink has operator %s, StateLab does not", wo.ID)
+			continue
+		}
+		str := func(p *string) string {
+			if p == nil {
+				return ""
+			}
+			return *p
+		}
+		if (wo.Name != nil || op.Name != "") && str(wo.Name) != op.Name {
+			t.Errorf("%s: name %q, Flink %q", wo.ID, op.Name, str(wo.Name))
+		}
+		if (wo.UID != nil || op.UID != "") && str(wo.UID) != op.UID {
+			t.Errorf("%s: uid %q, Flink %q", wo.ID, op.UID, str(wo.UID))
+		}
+		if wo.Parallelism != nil && *wo.Parallelism != op.Parallelism || wo.MaxParallelism != nil && *wo.MaxParallelism != op.MaxParallelism {
+			t.Errorf("%s: parallelism %d/%d, Flink %v/%v", wo.ID, op.Parallelism, op.MaxParallelism, *wo.Parallelism, *wo.MaxParallelism)
+		}
+		if wo.CoordinatorStateSize != nil {
+			var got int64
+			if op.Coordinator != nil {
+				got = op.Coordinator.Size
+			}
+			if got != *wo.CoordinatorStateSize {
+				t.Errorf("%s: coordinator state %d bytes, Flink %d", wo.ID, got, *wo.CoordinatorStateSize)
+			}
+		}
+		if wo.FullyFinished != nil && *wo.FullyFinished != op.FullyFinished {
+			t.Errorf("%s: fully finished %v, Flink %v", wo.ID, op.FullyFinished, *wo.FullyFinished)
+		}
+		subs := map[int]*SubtaskState{}
+		for i := range op.Subtasks {
+			subs[op.Subtasks[i].Index] = &op.Subtasks[i]
+		}
+		if len(wo.Subtasks) != len(op.Subtasks) {
+			t.Errorf("%s: %d subtask states, Flink %d", wo.ID, len(op.Subtasks), len(wo.Subtasks))
+		}
+		for _, ws := range wo.Subtasks {
+			st := subs[ws.Index]
+			where := fmt.Sprintf("%s subtask %d", wo.ID, ws.Index)
+			if st == nil {
+				t.Errorf("%s: missing", where)
+				continue
+			}
+			if ws.Finished != nil && *ws.Finished != st.Finished {
+				t.Errorf("%s: finished %v, Flink %v", where, st.Finished, *ws.Finished)
+			}
+			var got []NamedOperatorState
+			if st.ManagedOperatorState != nil {
+				got = st.ManagedOperatorState.States
+			}
+			gotByName := map[string]NamedOperatorState{}
+			for _, ns := range got {
+				gotByName[ns.Name] = ns
+			}
+			if len(ws.ManagedOperatorState) != len(got) {
+				t.Errorf("%s: %d operator states, Flink %d", where, len(got), len(ws.ManagedOperatorState))
+			}
+			for _, wn := range ws.ManagedOperatorState {
+				ns, ok := gotByName[wn.Name]
+				if !ok || string(ns.Mode) != wn.Mode || fmt.Sprint(ns.Offsets) != fmt.Sprint(wn.Offsets) {
+					t.Errorf("%s: operator state %q: %+v, Flink %+v", where, wn.Name, ns, wn)
+				}
+			}
+			var keyed []*KeyedHandle
+			if st.ManagedKeyedState != nil {
+				keyed = append(keyed, st.ManagedKeyedState)
+			}
+			if len(ws.ManagedKeyedState) != len(keyed) {
+				t.Errorf("%s: %d keyed handles, Flink %d", where, len(keyed), len(ws.ManagedKeyedState))
+				continue
+			}
+			for i, wk := range ws.ManagedKeyedState {
+				k := keyed[i]
+				if (wk.Class != "" && wk.Class != k.Kind) || wk.Start != k.Range.Start || wk.End != k.Range.End || (wk.StateSize != nil && *wk.StateSize != k.Size()) {
+					t.Errorf("%s: keyed %s %v %d bytes, Flink %+v", where, k.Kind, k.Range, k.Size(), wk)
+				}
+			}
+		}
+	}
+}
+
+// compareKeyedValues checks every value the State Processor API read against
+// the decoded entries (when StateLab decodes that state at all).
+func compareKeyedValues(t *testing.T, m *Metadata, want map[string]map[string]map[string]any) {
+	for opID, states := range want {
+		op, err := m.FindOperator(opID)
+		if err != nil {
+			t.Errorf("keyed values of %s: %v", opID, err)
+			continue
+		}
+		got := map[string]map[string]any{}
+		undecoded := map[string]string{}
+		for _, st := range op.Subtasks {
+			v := decodeKeyedState(st.ManagedKeyedState, op.MaxParallelism, 1<<30)
+			if st.ManagedKeyedState == nil {
+				continue
+			}
+			if v.NotDecoded != "" {
+				undecoded["*"] = v.NotDecoded
+			}
+			if v.KeyGroupMismatches != 0 {
+				t.Errorf("%s subtask %d: %d of %d keys are not in the key group Flink's assignment gives them", opID, st.Index, v.KeyGroupMismatches, v.KeyGroupChecked)
+			}
+			for _, s := range v.States {
+				if s.NotDecoded != "" {
+					undecoded[s.Name] = s.NotDecoded
+				}
+				if got[s.Name] == nil {
+					got[s.Name] = map[string]any{}
+				}
+				for _, e := range s.Samples {
+					key := fmt.Sprint(e.Key)
+					if e.UserKey != nil {
+						key += "/" + fmt.Sprint(e.UserKey)
+					}
+					got[s.Name][key] = e.Value
+				}
+			}
+		}
+		for name, entries := range states {
+			if why, ok := undecoded[name]; ok {
+				t.Logf("%s %q not decoded: %s", opID, name, why)
+				continue
+			}
+			if why, ok := undecoded["*"]; ok {
+				t.Logf("%s not decoded: %s", opID, why)
+				continue
+			}
+			for k, wv := range entries {
+				gv, ok := got[name][k]
+				if !ok || fmt.Sprint(normalize(gv)) != fmt.Sprint(normalize(wv)) {
+					t.Errorf("%s %q[%s] = %v, Flink %v", opID, name, k, gv, wv)
+				}
+			}
+			if len(got[name]) != len(entries) {
+				t.Errorf("%s %q: %d entries, Flink %d", opID, name, len(got[name]), len(entries))
+			}
+		}
+	}
+}
+
+// normalize makes JSON numbers and Go integers compare equal.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = normalize(x[i])
+		}
+		return out
+	}
+	return v
+}
