@@ -71,6 +71,9 @@ func engineCommand(c Command) engine.Command {
 	if c.Name == CmdAddTaskManager {
 		ec.Slots = c.Slots
 	}
+	if c.Name == CmdRestore {
+		ec.Checkpoint = c.Checkpoint
+	}
 	return ec
 }
 

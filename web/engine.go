@@ -96,4 +96,5 @@ type Command struct {
 	Job         string  `json:"job,omitempty"`        // reset: a lesson's job variant
 	LessonStep  int     `json:"lessonStep,omitempty"` // lesson commands: a step, from 1
 	Slots       int     `json:"slots,omitempty"`      // add-taskmanager: 0 = the cluster's slots per TaskManager
+	Checkpoint  int64   `json:"checkpoint,omitempty"` // restore: a retained checkpoint or savepoint id
 }

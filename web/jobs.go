@@ -38,6 +38,8 @@ type SandboxSettings struct {
 	Keys           int
 	Driver         string
 	Sink           string // exactly-once or at-least-once
+	// Failure is how the job handles failures (failure.go).
+	Failure FailureSettings
 }
 
 // Build returns the job spec of t with s applied, validated by the engine.
@@ -48,6 +50,7 @@ func (t *JobTemplate) Build(s SandboxSettings) (*engine.JobSpec, error) {
 	spec.Checkpointing.Interval = engine.Duration(s.Interval)
 	spec.Cluster.TaskManagers = s.TaskManagers
 	spec.Cluster.SlotsPerTaskManager = s.Slots
+	s.Failure.apply(spec)
 	for i := range spec.Operators {
 		o := &spec.Operators[i]
 		if p, ok := s.Parallelism[o.ID]; ok {
@@ -265,6 +268,9 @@ func ParseSettings(t *JobTemplate, q url.Values) (SandboxSettings, error) {
 			return bad("sink", "%q is unknown; choose exactly-once or at-least-once", v)
 		}
 		s.Sink = v
+	}
+	if err := parseFailureSettings(q, &s.Failure); err != nil {
+		return s, err
 	}
 	return s, nil
 }

@@ -75,6 +75,7 @@ func settingsFromSpec(t *JobTemplate, spec *engine.JobSpec) (url.Values, error) 
 	q.Set("slots", strconv.Itoa(spec.Cluster.SlotsPerTaskManager))
 	q.Set("seed", strconv.FormatInt(spec.Seed, 10))
 	q.Set("driver", DriverStepper)
+	failureSettingsFromSpec(q, spec)
 	for _, o := range spec.Operators {
 		for _, id := range t.Tunable {
 			if o.ID == id {

@@ -1,0 +1,247 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// Failure handling in the protocol: the sandbox settings that configure it
+// (restart strategy, checkpoint timeout and tolerance, retained
+// checkpoints, failover strategy, scheduler, slot request and heartbeat
+// timeouts), the restore command and the etl template. The names are
+// exact: outside clients depend on them (docs/protocol.md).
+
+// FailureSettings are the sandbox settings of failure handling. Zero
+// values take Flink's defaults (engine/defaults.go).
+type FailureSettings struct {
+	Restart           string // default, none, fixed-delay, failure-rate, exponential-delay
+	RestartAttempts   int
+	RestartDelay      time.Duration
+	CheckpointTimeout time.Duration
+	Tolerable         int
+	Retained          int
+	Failover          string // region or full
+	Scheduler         string // default or reactive
+	SlotRequest       time.Duration
+	Heartbeat         time.Duration
+}
+
+// Scheduler names (scheduler setting).
+const (
+	SchedulerDefault  = "default"
+	SchedulerReactive = "reactive"
+)
+
+// Bounds of the failure settings.
+const (
+	maxRestartAttempts   = 1_000_000
+	maxTolerableFailures = 1_000_000
+	maxRetained          = 100
+	maxFailureDuration   = 24 * time.Hour
+	// minCheckpointTimeout is Flink's least checkpoint timeout
+	// (CheckpointCoordinatorConfiguration.MINIMAL_CHECKPOINT_TIME).
+	minCheckpointTimeout = 10 * time.Millisecond
+)
+
+// restartSettingNames are the restart setting's values.
+var restartSettingNames = append([]string{"default"}, engine.RestartStrategies...)
+
+// parseDurationSetting reads a Go duration ("2s") or a whole number of
+// milliseconds.
+func parseDurationSetting(v string) (time.Duration, bool) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, true
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(n) * time.Millisecond, true
+	}
+	return 0, false
+}
+
+// parseFailureSettings reads the failure settings from q into f.
+func parseFailureSettings(q url.Values, f *FailureSettings) error {
+	bad := func(field, format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadArgs, field, fmt.Sprintf(format, a...))
+	}
+	dur := func(name string, lo time.Duration, zeroOK bool, dst *time.Duration, what string) error {
+		v := q.Get(name)
+		if v == "" {
+			return nil
+		}
+		d, ok := parseDurationSetting(v)
+		if !ok || d < 0 || d > maxFailureDuration || (d < lo && !(zeroOK && d == 0)) {
+			return bad(name, "%q: want a duration such as 2s or 500ms, from %v to %v (%s)", v, lo, maxFailureDuration, what)
+		}
+		*dst = d
+		return nil
+	}
+	num := func(name string, lo, hi int, dst *int, what string) error {
+		v := q.Get(name)
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return bad(name, "%q: want a whole number from %d to %d (%s)", v, lo, hi, what)
+		}
+		*dst = n
+		return nil
+	}
+	if v := q.Get("restart"); v != "" {
+		if !slices.Contains(restartSettingNames, v) {
+			return bad("restart", "%q is unknown; choose %s (default is Flink's rule: none without checkpointing, exponential-delay with it)", v, strings.Join(restartSettingNames, ", "))
+		}
+		f.Restart = v
+	}
+	if err := num("restartAttempts", 0, maxRestartAttempts, &f.RestartAttempts, "0 takes Flink's default: fixed-delay 1, failure-rate 1 per interval, exponential-delay unlimited"); err != nil {
+		return err
+	}
+	if err := dur("restartDelay", 0, true, &f.RestartDelay, "fixed-delay and failure-rate delay, or exponential-delay's initial backoff; 0 takes Flink's 1 s"); err != nil {
+		return err
+	}
+	if err := dur("checkpointTimeout", minCheckpointTimeout, false, &f.CheckpointTimeout, "execution.checkpointing.timeout; Flink's default is 10m"); err != nil {
+		return err
+	}
+	if err := num("tolerableFailedCheckpoints", 0, maxTolerableFailures, &f.Tolerable, "execution.checkpointing.tolerable-failed-checkpoints; Flink's default 0 fails the job over on the first failed checkpoint"); err != nil {
+		return err
+	}
+	if err := num("retainedCheckpoints", 1, maxRetained, &f.Retained, "state.checkpoints.num-retained; Flink's default is 1"); err != nil {
+		return err
+	}
+	if v := q.Get("failover"); v != "" {
+		if v != engine.FailoverRegion && v != engine.FailoverFull {
+			return bad("failover", "%q is unknown; choose region (Flink's default: restart the failed task's pipelined region) or full (restart every task)", v)
+		}
+		f.Failover = v
+	}
+	if v := q.Get("scheduler"); v != "" {
+		if v != SchedulerDefault && v != SchedulerReactive {
+			return bad("scheduler", "%q is unknown; choose default or reactive (the adaptive scheduler's reactive mode)", v)
+		}
+		f.Scheduler = v
+	}
+	if err := dur("slotRequestTimeout", time.Millisecond, false, &f.SlotRequest, "slot.request.timeout; Flink's default is 5m"); err != nil {
+		return err
+	}
+	return dur("heartbeatTimeout", time.Millisecond, false, &f.Heartbeat, "how long a lost TaskManager goes unnoticed; Flink's heartbeat.timeout is 50s")
+}
+
+// apply writes f into spec.
+func (f FailureSettings) apply(spec *engine.JobSpec) {
+	if f.Restart != "" && f.Restart != "default" {
+		spec.Restart.Strategy = f.Restart
+	}
+	if f.RestartAttempts != 0 {
+		spec.Restart.Attempts = f.RestartAttempts
+	}
+	if f.RestartDelay != 0 {
+		spec.Restart.Delay = engine.Duration(f.RestartDelay)
+	}
+	if f.CheckpointTimeout != 0 {
+		spec.Checkpointing.Timeout = engine.Duration(f.CheckpointTimeout)
+	}
+	spec.Checkpointing.TolerableFailed = f.Tolerable
+	if f.Retained != 0 {
+		spec.Checkpointing.Retained = f.Retained
+	}
+	if f.Failover != "" {
+		spec.Cluster.Failover = f.Failover
+	}
+	if f.Scheduler == SchedulerReactive {
+		spec.Cluster.Reactive = true
+	}
+	if f.SlotRequest != 0 {
+		spec.Cluster.SlotRequestTimeout = engine.Duration(f.SlotRequest)
+	}
+	if f.Heartbeat != 0 {
+		spec.Cluster.HeartbeatTimeout = engine.Duration(f.Heartbeat)
+	}
+}
+
+// failureSettingsFromSpec writes the failure settings that rebuild spec's
+// failure handling into q (settingsFromSpec checks the rebuild).
+func failureSettingsFromSpec(q url.Values, spec *engine.JobSpec) {
+	r := spec.Restart
+	if r.Strategy == engine.RestartDefault {
+		q.Set("restart", "default")
+	} else {
+		q.Set("restart", r.Strategy)
+	}
+	if r.Attempts != 0 {
+		q.Set("restartAttempts", strconv.Itoa(r.Attempts))
+	}
+	if r.Delay != 0 {
+		q.Set("restartDelay", r.Delay.D().String())
+	}
+	c := spec.Checkpointing
+	q.Set("checkpointTimeout", c.Timeout.D().String())
+	q.Set("tolerableFailedCheckpoints", strconv.Itoa(c.TolerableFailed))
+	q.Set("retainedCheckpoints", strconv.Itoa(c.Retained))
+	q.Set("failover", spec.Cluster.Failover)
+	if spec.Cluster.Reactive {
+		q.Set("scheduler", SchedulerReactive)
+	} else {
+		q.Set("scheduler", SchedulerDefault)
+	}
+	q.Set("slotRequestTimeout", spec.Cluster.SlotRequestTimeout.D().String())
+	q.Set("heartbeatTimeout", spec.Cluster.HeartbeatTimeout.D().String())
+}
+
+// CmdRestore is the restore command: {"checkpoint": N} starts the job again
+// from retained checkpoint or savepoint N, as `flink run -s` would.
+const CmdRestore = "restore"
+
+func parseRestore(raw json.RawMessage, c *Command) *protoError {
+	var a struct {
+		Checkpoint *int64 `json:"checkpoint"`
+	}
+	if e := decodeArgs(CmdRestore, raw, &a, `{"checkpoint":3}`); e != nil {
+		return e
+	}
+	if a.Checkpoint == nil {
+		return perr(CodeBadArgs, `restore: args.checkpoint is required: the id of a retained checkpoint or savepoint, e.g. {"checkpoint":3}`)
+	}
+	if *a.Checkpoint < 1 {
+		return perr(CodeBadArgs, "restore: checkpoint %d is not a checkpoint id; ids start at 1", *a.Checkpoint)
+	}
+	c.Checkpoint = *a.Checkpoint
+	return nil
+}
+
+func init() {
+	commands[CmdRestore] = commandDef{control: true, parse: parseRestore}
+	commandNames = append(commandNames, CmdRestore)
+	engineCommandNames[engine.CmdRestore] = true
+	Templates = append(Templates, etlTemplate)
+}
+
+// etlTemplate is a job of forward edges only: source (2 partitions) -> map
+// -> sink at parallelism 2, so it has two pipelined regions (source#i,
+// map#i, sink#i). Crashing source#0 restarts only its region.
+var etlTemplate = &JobTemplate{
+	ID: "etl", TitleKey: "template.etl.title", DescKey: "template.etl.desc",
+	Tunable: []string{},
+	Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{}, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1,
+		Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+	build: func(s SandboxSettings) *engine.JobSpec {
+		return &engine.JobSpec{
+			Name: "etl",
+			Operators: []engine.OperatorSpec{
+				{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 2, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys}},
+				{ID: "map", Kind: engine.KindMap, Parallelism: 2, Options: map[string]any{"fn": "upper"}},
+				{ID: "sink", Kind: engine.KindSink, Parallelism: 2},
+			},
+			Edges: []engine.EdgeSpec{
+				{From: "source", To: "map", Partitioner: engine.Forward},
+				{From: "map", To: "sink", Partitioner: engine.Forward},
+			},
+		}
+	},
+}

@@ -1,0 +1,152 @@
+package web
+
+import (
+	"encoding/json"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// The failure settings, spelled exactly as issue 15 names them, reach the
+// engine's spec; Flink's defaults apply when they are left out.
+func TestFailureSettingsBuildTheSpec(t *testing.T) {
+	tpl, ok := Template("wordcount")
+	require.True(t, ok)
+	q, err := url.ParseQuery("restart=failure-rate&restartAttempts=3&restartDelay=250ms&checkpointTimeout=30s&tolerableFailedCheckpoints=2" +
+		"&retainedCheckpoints=3&failover=full&scheduler=reactive&slotRequestTimeout=1m&heartbeatTimeout=50s")
+	require.NoError(t, err)
+	set, err := ParseSettings(tpl, q)
+	require.NoError(t, err)
+	spec, err := tpl.Build(set)
+	require.NoError(t, err)
+	assert.Equal(t, engine.RestartSpec{Strategy: "failure-rate", Attempts: 3, Delay: engine.Duration(250 * time.Millisecond)}, spec.Restart)
+	assert.Equal(t, 30*time.Second, spec.Checkpointing.Timeout.D())
+	assert.Equal(t, 2, spec.Checkpointing.TolerableFailed)
+	assert.Equal(t, 3, spec.Checkpointing.Retained)
+	assert.Equal(t, "full", spec.Cluster.Failover)
+	assert.True(t, spec.Cluster.Reactive)
+	assert.Equal(t, time.Minute, spec.Cluster.SlotRequestTimeout.D())
+	assert.Equal(t, 50*time.Second, spec.Cluster.HeartbeatTimeout.D())
+
+	// Nothing set: Flink's defaults.
+	set, err = ParseSettings(tpl, url.Values{})
+	require.NoError(t, err)
+	spec, err = tpl.Build(set)
+	require.NoError(t, err)
+	assert.Equal(t, "exponential-delay", spec.Effective().Strategy, "the sandbox checkpoints every 200ms: Flink's default is exponential-delay")
+	assert.Equal(t, 10*time.Minute, spec.Checkpointing.Timeout.D())
+	assert.Equal(t, 1, spec.Checkpointing.Retained)
+	assert.Equal(t, 0, spec.Checkpointing.TolerableFailed)
+	assert.Equal(t, "region", spec.Cluster.Failover)
+	q = url.Values{"interval": {"0"}}
+	set, err = ParseSettings(tpl, q)
+	require.NoError(t, err)
+	spec, err = tpl.Build(set)
+	require.NoError(t, err)
+	assert.Equal(t, "none", spec.Effective().Strategy, "no checkpointing: Flink's default is none")
+
+	// A scenario records them and rebuilds the same job.
+	full, err := url.ParseQuery("restart=fixed-delay&restartAttempts=4&checkpointTimeout=1s&tolerableFailedCheckpoints=1&retainedCheckpoints=2&failover=full")
+	require.NoError(t, err)
+	set, err = ParseSettings(tpl, full)
+	require.NoError(t, err)
+	spec, err = tpl.Build(set)
+	require.NoError(t, err)
+	back, err := settingsFromSpec(tpl, spec)
+	require.NoError(t, err)
+	assert.Equal(t, "fixed-delay", back.Get("restart"))
+	assert.Equal(t, "4", back.Get("restartAttempts"))
+	assert.Equal(t, "1s", back.Get("checkpointTimeout"))
+	assert.Equal(t, "full", back.Get("failover"))
+}
+
+// Bad failure settings get an error that names the setting and says what
+// would be accepted.
+func TestFailureSettingsErrors(t *testing.T) {
+	tpl, _ := Template("wordcount")
+	for _, tc := range []struct{ query, want string }{
+		{"restart=exponential", `restart: "exponential" is unknown; choose default, none, fixed-delay, failure-rate, exponential-delay`},
+		{"restartAttempts=-1", "restartAttempts"},
+		{"restartDelay=soon", "restartDelay"},
+		{"checkpointTimeout=5ms", "checkpointTimeout"},
+		{"tolerableFailedCheckpoints=x", "tolerableFailedCheckpoints"},
+		{"retainedCheckpoints=0", "retainedCheckpoints"},
+		{"failover=individual", "choose region"},
+		{"scheduler=adaptive", "choose default or reactive"},
+		{"slotRequestTimeout=0", "slotRequestTimeout"},
+		{"heartbeatTimeout=-1s", "heartbeatTimeout"},
+	} {
+		q, err := url.ParseQuery(tc.query)
+		require.NoError(t, err)
+		_, err = ParseSettings(tpl, q)
+		require.Error(t, err, tc.query)
+		assert.ErrorIs(t, err, ErrBadArgs)
+		assert.Contains(t, err.Error(), tc.want, tc.query)
+	}
+}
+
+// The restore command, spelled {"checkpoint": N}, starts the job from a
+// retained checkpoint; a share link of the run replays it exactly.
+func TestRestoreCommandOverTheProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine")
+	}
+	srv, hs := newEngineServer(t)
+	c := dialURL(t, hs, "template=wordcount&seed=3&interval=200ms&keys=40&retainedCheckpoints=3&restart=fixed-delay&restartAttempts=5")
+	readUntil(t, c, "snapshot", "")
+	send(t, c, `{"type":"command","id":"fast","name":"speed","args":{"factor":50}}`)
+	require.Equal(t, "ack", reply(t, c, "fast")["type"])
+	snap := waitSnapshot(t, c, 60*time.Second, "two completed checkpoints", func(m msg) bool {
+		return m["checkpoints"].(map[string]any)["counts"].(map[string]any)["completed"].(float64) >= 2
+	})
+	var first float64
+	for _, h := range snap["checkpoints"].(map[string]any)["history"].([]any) {
+		if h := h.(map[string]any); h["status"] == "COMPLETED" && first == 0 {
+			first = h["id"].(float64)
+		}
+	}
+	require.NotZero(t, first)
+	send(t, c, `{"type":"command","id":"bad","name":"restore","args":{}}`)
+	r := reply(t, c, "bad")
+	assert.Equal(t, "error", r["type"])
+	assert.Contains(t, r["message"], `{"checkpoint":3}`)
+	send(t, c, `{"type":"command","id":"gone","name":"restore","args":{"checkpoint":999}}`)
+	r = reply(t, c, "gone")
+	assert.Equal(t, "error", r["type"])
+	assert.Contains(t, r["message"], "no retained checkpoint or savepoint 999")
+
+	raw, _ := json.Marshal(map[string]any{"type": "command", "id": "restore", "name": "restore", "args": map[string]any{"checkpoint": first}})
+	send(t, c, string(raw))
+	require.Equal(t, "ack", reply(t, c, "restore")["type"])
+	restored := waitSnapshot(t, c, 60*time.Second, "the job restored from the first checkpoint", func(m msg) bool {
+		lr, _ := m["checkpoints"].(map[string]any)["latestRestore"].(map[string]any)
+		return allRunning(m) && lr != nil && lr["checkpoint"] == first
+	})
+	assert.EqualValues(t, 1, restored["counters"].(map[string]any)["manualRestores"])
+
+	// The run's scenario holds the restore and replays it.
+	var s *Session
+	for _, ss := range srv.sessions.all() {
+		s = ss
+	}
+	require.NotNil(t, s)
+	sc, pe := srv.scenarioOf(s)
+	require.Nil(t, pe)
+	found := false
+	for _, lc := range sc.Commands {
+		if lc.Command.Name == "restore" && !lc.Failed {
+			found = true
+			assert.Equal(t, int64(first), lc.Command.Checkpoint)
+		}
+	}
+	assert.True(t, found, "the scenario records the restore")
+	assert.Equal(t, "3", sc.Settings["retainedCheckpoints"])
+	run, pe := runOf(sc)
+	require.Nil(t, pe)
+	assert.Equal(t, 3, run.Spec.Checkpointing.Retained)
+}
