@@ -107,10 +107,13 @@ type KeyedValues struct {
 	// KeyGroupChecked counts decoded keys whose key group StateLab computed
 	// with Flink's assignment (rescale.KeyGroupFor*); KeyGroupMismatches those
 	// whose computed group differs from the group Flink stored them under.
-	KeyGroupChecked    int    `json:"keyGroupChecked"`
-	KeyGroupMismatches int    `json:"keyGroupMismatches"`
-	NotDecoded         string `json:"notDecoded,omitempty"`
-	limit              int
+	KeyGroupChecked    int `json:"keyGroupChecked"`
+	KeyGroupMismatches int `json:"keyGroupMismatches"`
+	// Format names the layout read: a full snapshot's key/value pairs or a
+	// heap checkpoint's state tables.
+	Format     string `json:"format,omitempty"`
+	NotDecoded string `json:"notDecoded,omitempty"`
+	limit      int
 }
 
 // maxSamples bounds the decoded entries kept per state and handle.
@@ -202,17 +205,23 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 	// A heap backend's checkpoint (HeapSnapshotStrategy) starts each key
 	// group with its id as an int; a full snapshot starts with a short state
 	// id and an int key length, so the int there is never a key group > 0.
+	heap := false
 	for i, off := range h.Offsets {
 		kg := h.Range.Start + i
 		if kg > 0 && off > 0 && off+4 <= int64(len(data)) && int(binary.BigEndian.Uint32(data[off:])) == kg {
-			out.NotDecoded = "this is a heap backend's checkpoint (HeapSnapshotStrategy writes each key group's state tables, a layout StateLab does not decode); a savepoint of the same job is decoded"
-			return out
+			heap = true
+			break
 		}
+	}
+	out.Format = "full snapshot (FullSnapshotAsyncWriter)"
+	if heap {
+		out.Format = "heap checkpoint (HeapSnapshotStrategy)"
 	}
 	prefix := 1
 	if maxParallelism > 128 {
 		prefix = 2
 	}
+	sizes := h.KeyGroupBytes()
 	for i, off := range h.Offsets {
 		if off <= 0 {
 			continue
@@ -222,7 +231,15 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 			out.NotDecoded = fmt.Sprintf("key group %d's offset %d is beyond the %d inline bytes", kg, off, len(data))
 			return out
 		}
-		if err := out.readKeyGroup(&reader{b: data, pos: int(off)}, kg, prefix, keySer, metas, maxParallelism); err != nil {
+		r := &reader{b: data, pos: int(off)}
+		var err error
+		if heap {
+			r.b = data[:off+sizes[i]]
+			err = out.readHeapKeyGroup(r, kg, keySer, metas, maxParallelism)
+		} else {
+			err = out.readKeyGroup(r, kg, prefix, keySer, metas, maxParallelism)
+		}
+		if err != nil {
 			out.NotDecoded = fmt.Sprintf("key group %d: %v", kg, err)
 			return out
 		}
@@ -394,4 +411,114 @@ func decodeEntry(key, val []byte, kg, prefix int, keySer *serializerInfo, m stat
 		return e, fmt.Errorf("state %q: %d key bytes left after the namespace", m.name, r.remaining())
 	}
 	return e, nil
+}
+
+// readHeapKeyGroup reads one key group of a heap backend's checkpoint
+// (HeapSnapshotStrategy): the key group's id as an int, then per state its
+// short id and the state map snapshot (CopyOnWriteStateMapSnapshot.writeState:
+// the entry count, then per entry namespace, key and state, each with its
+// serializer — a list as ListSerializer writes it, a map as MapSerializer).
+// Timers (priority queues) end the reading of the key group: their element
+// format is not one StateLab reads.
+func (out *KeyedValues) readHeapKeyGroup(r *reader, kg int, keySer *serializerInfo, metas []stateMeta, maxParallelism int) error {
+	id, err := r.i32("key group id")
+	if err != nil {
+		return err
+	}
+	if int(id) != kg {
+		return fmt.Errorf("starts with key group %d", id)
+	}
+	for r.remaining() > 0 {
+		sid, err := r.u16("state id")
+		if err != nil {
+			return err
+		}
+		if int(sid) >= len(out.States) {
+			return fmt.Errorf("state id %d, but %d states are known", sid, len(out.States))
+		}
+		st := &out.States[sid]
+		m := metas[sid]
+		vs, ns := m.serializers["VALUE_SERIALIZER"], m.serializers["NAMESPACE_SERIALIZER"]
+		if keySer == nil || keySer.typ == "" || vs == nil || ns == nil || ns.typ != "VoidNamespace" || vs.typ == "" || vs.typ == "Timer" {
+			if st.NotDecoded == "" {
+				st.NotDecoded = "its serializers are not ones StateLab reads, so the rest of each key group is not read"
+			}
+			return nil
+		}
+		n, err := r.count("number of entries", 2)
+		if err != nil {
+			return err
+		}
+		for range n {
+			if _, err := r.u8("namespace"); err != nil {
+				return err
+			}
+			e := KeyedEntry{KeyGroup: kg}
+			if e.Key, err = readTyped(r, keySer.typ, keySer.class); err != nil {
+				return fmt.Errorf("state %q key: %w", m.name, err)
+			}
+			if e.Value, err = readHeapValue(r, vs); err != nil {
+				return fmt.Errorf("state %q: %w", m.name, err)
+			}
+			st.Entries++
+			if len(st.Samples) < out.limit {
+				st.Samples = append(st.Samples, e)
+				out.checkKeyGroup(e.Key, keySer, kg, maxParallelism)
+			}
+		}
+	}
+	return nil
+}
+
+// readHeapValue reads a state value as its serializer writes it: simple
+// values as they are, ListSerializer as a count and the elements,
+// MapSerializer as a count and per entry key, null flag and value.
+func readHeapValue(r *reader, vs *serializerInfo) (any, error) {
+	switch vs.typ {
+	case "List":
+		if len(vs.nested) != 1 {
+			return nil, fmt.Errorf("list serializer without an element serializer")
+		}
+		n, err := r.count("list size", 1)
+		if err != nil {
+			return nil, err
+		}
+		items := make([]any, 0, n)
+		for range n {
+			v, err := readTyped(r, vs.nested[0].typ, vs.nested[0].class)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, v)
+		}
+		return items, nil
+	case "Map":
+		if len(vs.nested) != 2 {
+			return nil, fmt.Errorf("map serializer without key and value serializers")
+		}
+		n, err := r.count("map size", 2)
+		if err != nil {
+			return nil, err
+		}
+		entries := make([][2]any, 0, n)
+		for range n {
+			k, err := readTyped(r, vs.nested[0].typ, vs.nested[0].class)
+			if err != nil {
+				return nil, err
+			}
+			isNull, err := r.boolean("null flag")
+			if err != nil {
+				return nil, err
+			}
+			var v any
+			if !isNull {
+				if v, err = readTyped(r, vs.nested[1].typ, vs.nested[1].class); err != nil {
+					return nil, err
+				}
+			}
+			entries = append(entries, [2]any{k, v})
+		}
+		return entries, nil
+	}
+	return readTyped(r, vs.typ, vs.class)
 }

@@ -145,3 +145,61 @@ func FuzzDecodeKeyedState(f *testing.F) {
 		_ = h.KeyGroupBytes()
 	})
 }
+
+// heapKeyGroups writes the same two states as a heap backend's checkpoint
+// does (HeapSnapshotStrategy): the meta, then per key group its id, and per
+// state its id and CopyOnWriteStateMapSnapshot's entries (namespace, key, value).
+func heapKeyGroups(entries map[int][]string) ([]byte, map[int]int64) {
+	full, _ := canonicalKeyGroups(nil, nil) // the meta alone
+	x := newW().raw(full)
+	offsets := map[int]int64{}
+	for g := 0; g < 128; g++ {
+		keys := entries[g]
+		if len(keys) == 0 {
+			continue
+		}
+		offsets[g] = int64(x.buf.Len())
+		x.i32(int32(g))
+		x.raw([]byte{0, 0}).i32(int32(len(keys)))
+		for _, k := range keys {
+			x.u8(0).raw(stringValue(k)).i64(int64(len(k)))
+		}
+		x.raw([]byte{0, 1}).i32(int32(len(keys)))
+		for _, k := range keys {
+			x.u8(0).raw(stringValue(k)).i32(2).raw(stringValue(k + "-1")).raw(stringValue(k + "-2"))
+		}
+	}
+	return x.bytes(), offsets
+}
+
+func TestDecodeHeapCheckpointKeyedState(t *testing.T) {
+	entries := map[int][]string{}
+	for _, k := range []string{"apple", "pear", "fig", "kiwi", "plum", "lime"} {
+		g := rescale.KeyGroupForString(k, 128)
+		entries[g] = append(entries[g], k)
+	}
+	data, offs := heapKeyGroups(entries)
+	h := &KeyedHandle{Kind: KindKeyGroups, Range: rescale.NewKeyGroupRange(0, 127), Offsets: make([]int64, 128),
+		Delegate: &StreamHandle{Kind: KindByteStream, Data: data, Size: int64(len(data))}}
+	for g, o := range offs {
+		h.Offsets[g] = o
+	}
+	v := DecodeKeyedState(h, 128)
+	if v.NotDecoded != "" || v.Format != "heap checkpoint (HeapSnapshotStrategy)" {
+		t.Fatalf("%s: %s", v.Format, v.NotDecoded)
+	}
+	for _, st := range v.States {
+		if st.Entries != 6 || st.NotDecoded != "" {
+			t.Fatalf("%+v", st)
+		}
+	}
+	for _, e := range v.States[1].Samples {
+		l := e.Value.([]any)
+		if len(l) != 2 || l[1] != e.Key.(string)+"-2" {
+			t.Errorf("%v = %v", e.Key, l)
+		}
+	}
+	if v.KeyGroupChecked != 12 || v.KeyGroupMismatches != 0 {
+		t.Errorf("checked %d, mismatches %d", v.KeyGroupChecked, v.KeyGroupMismatches)
+	}
+}
