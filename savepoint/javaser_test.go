@@ -25,7 +25,7 @@ func TestCheckpointTypeProperties(t *testing.T) {
 	// handle 3: CheckpointType class desc
 	x.u8(tcObject).u8(tcClassDesc).utf("org.apache.flink.runtime.checkpoint.CheckpointType").i64(1).u8(0x02)
 	x.raw([]byte{0, 2})
-	x.u8('L').utf("name").u8(tcString).utf("Ljava/lang/String;") // handle 4
+	x.u8('L').utf("name").u8(tcString).utf("Ljava/lang/String;")                                                                      // handle 4
 	x.u8('L').utf("sharingFilesStrategy").u8(tcString).utf("Lorg/apache/flink/runtime/checkpoint/SnapshotType$SharingFilesStrategy;") // handle 5
 	x.u8(tcEnd).u8(tcNull)
 	// handle 6: the CheckpointType object: name, then the enum
