@@ -143,8 +143,8 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 	case h == nil || len(h.Offsets) == 0:
 		out.NotDecoded = "the handle has no key-group offsets (incremental and changelog handles keep the backend's own files)"
 		return out
-	case !h.Delegate.Inline():
-		out.NotDecoded = fmt.Sprintf("the state is in %s %q, outside the _metadata file; StateLab reads only the _metadata", h.Delegate.Kind, h.Delegate.Path)
+	case !h.Delegate.HasData():
+		out.NotDecoded = fmt.Sprintf("the state is in %s %q, outside the _metadata file; give 'statelab savepoint inspect' the savepoint's directory to read it", h.Delegate.Kind, h.Delegate.Path)
 		return out
 	}
 	data := h.Delegate.Data

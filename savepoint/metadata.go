@@ -47,6 +47,10 @@ type Metadata struct {
 	PropertiesError string `json:"propertiesError,omitempty"`
 	// Size is the file's length in bytes.
 	Size int `json:"size"`
+	// LoadedFiles and FileProblems: what LoadFiles read beside the file, and
+	// what it could not read.
+	LoadedFiles  int      `json:"loadedFiles,omitempty"`
+	FileProblems []string `json:"fileProblems,omitempty"`
 }
 
 // MasterState is Flink's MasterState (state of a master hook).
@@ -111,8 +115,10 @@ type StreamHandle struct {
 	Path string `json:"path,omitempty"`
 	// Size is the state size in bytes (getStateSize).
 	Size int64 `json:"size"`
-	// Data is an inline handle's bytes.
+	// Data is an inline handle's bytes, or a file's that LoadFiles read.
 	Data []byte `json:"-"`
+	// Loaded: Data was read from a file in the savepoint directory.
+	Loaded bool `json:"loaded,omitempty"`
 	// StartPos, Scope and LogicalFileID describe a segment of a merged file
 	// (SegmentFileStateHandle, file merging).
 	StartPos      int64  `json:"startPos,omitempty"`
@@ -126,6 +132,10 @@ type StreamHandle struct {
 
 // Inline reports whether the handle's bytes are in the metadata file itself.
 func (h *StreamHandle) Inline() bool { return h != nil && h.Kind == KindByteStream }
+
+// HasData reports whether the handle's bytes are at hand: inline, or read
+// from the savepoint directory by LoadFiles.
+func (h *StreamHandle) HasData() bool { return h != nil && h.Data != nil }
 
 func (h *StreamHandle) size() int64 {
 	if h == nil {

@@ -18,6 +18,8 @@ type Report struct {
 	MasterStates    []MasterState `json:"masterStates"`
 	Properties      *Properties   `json:"properties,omitempty"`
 	PropertiesError string        `json:"propertiesError,omitempty"`
+	LoadedFiles     int           `json:"loadedFiles,omitempty"`
+	FileProblems    []string      `json:"fileProblems,omitempty"`
 }
 
 // ReportOperator is one operator of a Report.
@@ -88,7 +90,8 @@ type ReportKeyed struct {
 // NewReport summarises m.
 func NewReport(m *Metadata) *Report {
 	rep := &Report{Version: m.Version, CheckpointID: m.CheckpointID, Operators: []ReportOperator{},
-		Size: m.Size, MasterStates: m.MasterStates, Properties: m.Properties, PropertiesError: m.PropertiesError}
+		Size: m.Size, MasterStates: m.MasterStates, Properties: m.Properties, PropertiesError: m.PropertiesError,
+		LoadedFiles: m.LoadedFiles, FileProblems: m.FileProblems}
 	for _, op := range m.Operators {
 		ro := ReportOperator{ID: op.ID, Name: op.Name, UID: op.UID, Parallelism: op.Parallelism,
 			MaxParallelism: op.MaxParallelism, Subtasks: []ReportSubtask{}, FullyFinished: op.FullyFinished}
@@ -156,8 +159,11 @@ func keyed(h *KeyedHandle, maxParallelism int) []ReportKeyed {
 	}
 	k := ReportKeyed{Start: h.Range.Start, End: h.Range.End, Bytes: h.Size(), Kind: h.Kind, KeyGroupBytes: h.KeyGroupBytes()}
 	switch {
-	case h.Delegate.Inline():
+	case h.Delegate.HasData():
 		k.Location = "inline"
+		if h.Delegate.Loaded {
+			k.Location = h.Delegate.Path
+		}
 		if maxParallelism > 0 && len(h.Offsets) > 0 {
 			k.Values = DecodeKeyedState(h, maxParallelism)
 		}

@@ -78,8 +78,8 @@ func DecodeOperatorState(h *OperatorStateHandle) []StateValues {
 	switch {
 	case h.Delegate == nil:
 		reason = "the handle has no stream"
-	case !h.Delegate.Inline():
-		reason = fmt.Sprintf("the state is in %s %q, outside the _metadata file; StateLab reads only the _metadata", h.Delegate.Kind, h.Delegate.Path)
+	case !h.Delegate.HasData():
+		reason = fmt.Sprintf("the state is in %s %q, outside the _metadata file; give 'statelab savepoint inspect' the savepoint's directory to read it", h.Delegate.Kind, h.Delegate.Path)
 	default:
 		var err error
 		metas, err = readOperatorMeta(h.Delegate.Data)

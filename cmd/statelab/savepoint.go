@@ -21,6 +21,7 @@ func init() {
 // maxMetadataBytes bounds what the CLI reads into memory. Flink inlines only
 // small state into _metadata (state.storage.fs.memory-threshold, 20 KB per
 // handle by default), so real files are far smaller.
+// The same bound applies to the state files read beside it, in all.
 const maxMetadataBytes = 512 << 20
 
 func runSavepoint(ctx context.Context, args []string, io IO) int {
@@ -87,6 +88,9 @@ func loadMetadata(path string) (*savepoint.Metadata, string, error) {
 	if err != nil {
 		return nil, path, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "savepoint: "))
 	}
+	// State too large to inline sits in files beside _metadata; read those
+	// (never outside the directory) so their values decode too.
+	m.LoadFiles(filepath.Dir(path), maxMetadataBytes)
 	return m, path, nil
 }
 
@@ -143,6 +147,12 @@ func writeSavepointReport(out *bufio.Writer, path string, rep *savepoint.Report)
 		fmt.Fprintln(out, ")")
 	} else if rep.PropertiesError != "" {
 		fmt.Fprintf(out, "Checkpoint properties not read: %s\n", rep.PropertiesError)
+	}
+	if rep.LoadedFiles > 0 {
+		fmt.Fprintf(out, "Read %d state %s beside it.\n", rep.LoadedFiles, plural(rep.LoadedFiles, "file", "files"))
+	}
+	for _, p := range rep.FileProblems {
+		fmt.Fprintf(out, "Not read: %s\n", p)
 	}
 	fmt.Fprintf(out, "%d master %s, %d %s\n", len(rep.MasterStates), plural(len(rep.MasterStates), "state", "states"), len(rep.Operators), plural(len(rep.Operators), "operator", "operators"))
 	for _, ms := range rep.MasterStates {
