@@ -534,7 +534,10 @@ func runChaosLive(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			for tries := 0; ; tries++ {
+			// The job may be RESTARTING for a while: the exponential-delay
+			// backoff grows by 1.5 with every crash (1 s, 1.5 s, 2.25 s ...).
+			giveUp := time.Now().Add(2 * time.Minute)
+			for {
 				snap := l.Snapshot()
 				cmd, ok := h.pickCrash(&snap)
 				if ok && l.Do(cmd) == nil {
@@ -548,7 +551,7 @@ func runChaosLive(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
 					h.trace("%v: crash %s (%s)", time.Since(start).Round(time.Millisecond), what, momentName(a.moment, &snap))
 					break
 				}
-				if tries > 2000 {
+				if time.Now().After(giveUp) {
 					return nil, errors.New("chaos: no subtask to crash")
 				}
 				if _, err := wait(nil, time.Millisecond); err != nil {

@@ -80,19 +80,21 @@ type core struct {
 	status  JobStatus
 	attempt int
 	// restart is the effective restart strategy and rs its state.
-	restart   RestartSpec
-	rs        restartState
-	cfm       checkpointFailureManager
-	ex        *execution
-	par       map[string]int
-	tms       []*taskManager
-	failures  int
-	counters  Counters
-	waiting   bool
-	coord     coordinator
-	rescaling *rescaleOp
-	terminal  bool
-	injected  map[string]int
+	restart  RestartSpec
+	rs       restartState
+	cfm      checkpointFailureManager
+	ex       *execution
+	par      map[string]int
+	tms      []*taskManager
+	failures int
+	counters Counters
+	waiting  bool
+	// slotDeadline is when a job waiting for slots fails.
+	slotDeadline time.Duration
+	coord        coordinator
+	rescaling    *rescaleOp
+	terminal     bool
+	injected     map[string]int
 	// batch and chanCap are the driver's batch size and channel capacity
 	// unless the spec sets them.
 	batch   int
@@ -291,8 +293,11 @@ func (c *core) deploy() {
 	if c.terminal {
 		return
 	}
-	if c.spec.Cluster.Reactive && c.rescaling == nil {
+	if c.spec.Cluster.Reactive && (c.rescaling == nil || c.rescaling.reactive) {
 		c.par = c.reactivePar()
+		if r := c.rescaling; r != nil {
+			r.target, r.to = c.par, c.par[r.operator]
+		}
 	}
 	c.attempt++
 	ex := buildExecution(c, c.attempt, c.par)
@@ -348,7 +353,13 @@ func (c *core) tryAllocate() {
 	if len(free) < need {
 		if !c.waiting {
 			c.waiting = true
-			c.publish(Event{Kind: EvWaitingResources, Message: fmt.Sprintf("the job needs %d slots but the alive TaskManagers offer %d; it waits for resources (add or restart a TaskManager)", need, len(free))})
+			// The default scheduler fails the job when its slot requests
+			// are not fulfilled within slot.request.timeout; the restart
+			// strategy decides what follows.
+			to := c.spec.Cluster.SlotRequestTimeout.D()
+			c.slotDeadline = c.clock() + to
+			c.drv.after(to, timer{kind: timerSlotRequest, attempt: c.attempt})
+			c.publish(Event{Kind: EvWaitingResources, Message: fmt.Sprintf("the job needs %d slots but the alive TaskManagers offer %d; it waits for resources (add or restart a TaskManager) at most %v (slot.request.timeout)", need, len(free), to)})
 		}
 		return
 	}
@@ -788,7 +799,11 @@ func (c *core) resourcesChanged() {
 	}
 }
 
-// reactiveRescale rescales every operator to the available slots.
+// reactiveRescale rescales every operator to the available slots as
+// Flink's adaptive scheduler does in reactive mode: Executing ->
+// Restarting -> CreatingExecutionGraph, restoring the latest completed
+// checkpoint with the new parallelism. No savepoint: what the sources read
+// after that checkpoint is read again.
 func (c *core) reactiveRescale() {
 	target := c.reactivePar()
 	if c.rescaling != nil || c.status != JobRunning || !c.allTasks(TaskRunning) {
@@ -804,9 +819,21 @@ func (c *core) reactiveRescale() {
 		return
 	}
 	first := c.spec.Operators[0].ID
-	if err := c.startRescale(&rescaleOp{operator: first, from: c.par[first], to: target[first], reactive: true, target: target}); err != nil {
-		c.logger.Warn("reactive rescale", "err", err)
+	r := &rescaleOp{operator: first, from: c.par[first], to: target[first], reactive: true, target: target, phase: "restoring"}
+	c.rescaling = r
+	from := "the latest completed checkpoint"
+	if infos := c.storage.Checkpoints(); len(infos) > 0 {
+		from = fmt.Sprintf("checkpoint %d, the latest completed one", infos[len(infos)-1].ID)
 	}
+	c.publish(Event{Kind: EvRescaleStarted, Operator: r.operator, Parallelism: r.to, Value: int64(r.from),
+		Message: fmt.Sprintf("reactive mode: the slots changed, so the adaptive scheduler restarts the job with %d subtasks per operator from %s (no savepoint); records read since then are read again", r.to, from)})
+	for _, p := range c.coord.pendingList() {
+		c.abortCheckpoint(p, JobFailure, "the job restarts to rescale (reactive mode)")
+	}
+	c.cancelExecution(nil)
+	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts with the new parallelism (reactive mode)", c.spec.Name))
+	c.par = target
+	c.deploy()
 }
 
 // rescale is Rescale(operator, p): stop with savepoint, then restore with the

@@ -305,7 +305,6 @@ func TestRestoreCountsWhenStateIsRestored(t *testing.T) {
 	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-2"}))
 	_, err := s.RunUntil(func(s *Snapshot) bool { return s.Job.WaitingForResources }, 5000)
 	require.NoError(t, err)
-	s.Steps(100)
 	snap := s.Snapshot()
 	assert.Equal(t, TaskScheduled, subtaskView(t, snap, "count#0").Status)
 	assert.Zero(t, snap.Counters.Restores, "waiting for slots restores nothing")
@@ -315,7 +314,8 @@ func TestRestoreCountsWhenStateIsRestored(t *testing.T) {
 	// A crash of the one alive TaskManager while waiting: still nothing restored.
 	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-1"}))
 	require.NoError(t, s.Do(Command{Name: CmdRestartTaskManager, TaskManager: "tm-1"}))
-	s.Steps(100)
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.WaitingForResources }, 5000)
+	require.NoError(t, err)
 	assert.Zero(t, s.Snapshot().Counters.Restores)
 
 	require.NoError(t, s.Do(Command{Name: CmdRestartTaskManager, TaskManager: "tm-2"}))

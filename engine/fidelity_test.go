@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,4 +315,65 @@ func TestJobManagerStorageCapFailsJobOver(t *testing.T) {
 	require.NotEmpty(t, reasons)
 	assert.Equal(t, CheckpointAsyncException, reasons[0])
 	assert.Zero(t, s.Snapshot().Checkpoints.Counts.Completed)
+}
+
+// The default scheduler fails a job whose slot requests are not fulfilled
+// within slot.request.timeout (JobManagerOptions.SLOT_REQUEST_TIMEOUT,
+// 5 min): the restart strategy decides (here none: FAILED). The snapshot
+// shows when it will fail while it waits.
+func TestSlotRequestTimeout(t *testing.T) {
+	spec := wordCount(300, 2, 2, 0)
+	spec.Restart = RestartSpec{Strategy: RestartFixedDelay, Attempts: 1, Delay: ms(10)}
+	spec.Cluster = ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1}
+	s, log := newTestStepper(t, spec)
+	_, err := s.RunUntil(func(s *Snapshot) bool { return allRunning(s) }, 5000)
+	require.NoError(t, err)
+	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-2"}))
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.WaitingForResources }, 5000)
+	require.NoError(t, err)
+	w := s.Snapshot()
+	require.True(t, w.Job.WaitingForResources)
+	assert.Greater(t, w.Job.SlotRequestDeadline, w.At, "the deadline is ahead")
+	assert.LessOrEqual(t, w.Job.SlotRequestDeadline, w.At+5*time.Minute)
+	start := w.Job.SlotRequestDeadline - 5*time.Minute
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.Status == JobFailed }, 100000)
+	require.NoError(t, err, "the strategy's one restart went to the TaskManager loss: the timeout fails the job for good")
+	var failedAt time.Duration
+	for _, e := range log.kinds(EvJobStatus) {
+		if e.Status == string(JobFailing) && strings.Contains(e.Message, "slot.request.timeout") {
+			failedAt = e.At
+		}
+	}
+	assert.Equal(t, 5*time.Minute, failedAt-start, "the wait fails after exactly slot.request.timeout")
+}
+
+// Reactive mode (the adaptive scheduler): a new TaskManager makes the job
+// restart from the latest completed checkpoint with the new parallelism;
+// no savepoint is taken.
+func TestReactiveRestartsFromCheckpoint(t *testing.T) {
+	spec := wordCount(400, 1, 1, 0)
+	spec.Cluster = ClusterSpec{TaskManagers: 1, SlotsPerTaskManager: 2, Reactive: true}
+	s, log := newTestStepper(t, spec)
+	_, err := s.RunUntil(allRunning, 1000)
+	require.NoError(t, err)
+	s.Steps(100)
+	id := completeCheckpoint(t, s)
+	s.Steps(50)
+	require.NoError(t, s.Do(Command{Name: CmdAddTaskManager}))
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Counters.Rescales == 1 && allRunning(s) }, 20000)
+	require.NoError(t, err)
+	snap := s.Snapshot()
+	for _, o := range snap.Job.Operators {
+		assert.Equal(t, 4, o.Parallelism, o.ID)
+	}
+	for _, h := range snap.Checkpoints.History {
+		assert.False(t, h.Savepoint, "no savepoint: checkpoint %d", h.ID)
+	}
+	assert.Equal(t, id, subtaskView(t, snap, "count#3").RestoredFrom, "restored from the latest completed checkpoint")
+	sts := jobStatuses(log)
+	assert.Equal(t, []string{"RUNNING", "RESTARTING", "RUNNING"}, sts[len(sts)-3:])
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
 }

@@ -41,6 +41,9 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 		j.RestartsLeft = -1 // unlimited, or limited by a rate
 	}
 	j.Failover = c.spec.Cluster.Failover
+	if c.waiting {
+		j.SlotRequestDeadline = c.slotDeadline
+	}
 	j.TolerableFailedCheckpoints, j.FailedCheckpointsInARow = c.spec.Checkpointing.TolerableFailed, c.cfm.continuous
 	if r := c.rescaling; r != nil {
 		j.Rescale = &RescaleView{Operator: r.operator, From: r.from, To: r.to, Phase: r.phase, Savepoint: r.savepoint}

@@ -9,10 +9,11 @@ import "fmt"
 type timerKind uint8
 
 const (
-	timerPeriodic timerKind = iota + 1 // the checkpoint interval elapsed
-	timerTimeout                       // checkpoint id of attempt expires
-	timerRestart                       // the restart delay of attempt elapsed
-	timerAck                           // a subtask's acknowledgement arrives (its asynchronous part done)
+	timerPeriodic    timerKind = iota + 1 // the checkpoint interval elapsed
+	timerTimeout                          // checkpoint id of attempt expires
+	timerRestart                          // the restart delay of attempt elapsed
+	timerAck                              // a subtask's acknowledgement arrives (its asynchronous part done)
+	timerSlotRequest                      // slot.request.timeout of attempt elapsed
 )
 
 // timer is one pending JobManager timer.
@@ -35,6 +36,11 @@ func (c *core) fire(tm timer) {
 	case timerRestart:
 		if c.attempt == tm.attempt && c.status == JobRestarting {
 			c.deploy()
+		}
+	case timerSlotRequest:
+		if c.attempt == tm.attempt && c.waiting && !c.terminal {
+			c.fail(nil, fmt.Sprintf("NoResourceAvailableException: could not acquire the %d slots the job needs within slot.request.timeout (%v)",
+				slotsNeeded(c.par), c.spec.Cluster.SlotRequestTimeout.D()))
 		}
 	case timerAck:
 		if st := tm.msg.task.getStatus(); st == TaskRunning || st == TaskFinished {
