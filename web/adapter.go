@@ -157,7 +157,31 @@ func (e *driverEngine) Subscribe(buffer int) (s Subscription) {
 
 func (e *driverEngine) Apply(_ context.Context, c Command) (err error) {
 	e.with(func(d engine.Engine) { err = d.Do(engineCommand(c)) })
+	if err == nil {
+		e.wakeIdle()
+	}
 	return commandError(err)
+}
+
+// wakeIdle plays on a run whose Play stopped by itself because nothing
+// more could happen (every source read, every task idle), not because
+// someone paused it: a command may have given it work — a line typed into
+// an idle word count must travel, not wait for a Play the learner does not
+// know to press. A run paused by hand stays paused.
+func (e *driverEngine) wakeIdle() {
+	e.mu.Lock()
+	idle := false
+	if e.st != nil && e.done != nil && !e.closed {
+		select {
+		case <-e.done:
+			idle = true
+		default:
+		}
+	}
+	e.mu.Unlock()
+	if idle {
+		_ = e.Resume()
+	}
 }
 
 // Resume starts the run: Play in a goroutine on the Stepper.

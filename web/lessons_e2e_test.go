@@ -23,6 +23,35 @@ func (b *browserEnv) waitLesson(d time.Duration, what, cond string) {
 	b.waitJS(d, what, `(() => { const s = `+jsLesson+`; const m = s && s.lesson; if (!m) return false; return `+cond+`; })()`)
 }
 
+type tickState struct {
+	Ticked bool   `json:"ticked"`
+	Error  string `json:"error"`
+	Checks string `json:"checks"`
+}
+
+// waitTick waits for step's tick as long as the server may wait for the job
+// before a command (lessonTickWait), and fails at once with the server's
+// reason when "do it for me" stopped.
+func (b *browserEnv) waitTick(step int, id string) {
+	b.t.Helper()
+	deadline := time.Now().Add(lessonTickWait)
+	for {
+		st, err := chromedp.Run(b.ctx, chromedp.Evaluate[tickState](fmt.Sprintf(`(() => { const s = `+jsLesson+`; const m = s && s.lesson;
+			return { ticked: !!s && s.ticks.includes(%d), error: (m && m.error) || '', checks: m ? JSON.stringify(m.checks) : '' }; })()`, step)))
+		switch {
+		case err == nil && st.Ticked:
+			return
+		case err == nil && st.Error != "":
+			b.shot(fmt.Sprintf("step-%d-failed", step))
+			b.t.Fatalf("step %d (%s): do it for me stopped: %s", step, id, st.Error)
+		case time.Now().After(deadline):
+			b.shot(fmt.Sprintf("step-%d-timeout", step))
+			b.t.Fatalf("step %d (%s): no tick after %s; checks %s; last error %v", step, id, lessonTickWait, st.Checks, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // view saves what the window shows: a lesson page's text column scrolls on
 // its own beside the live view, which a full-page screenshot (made by
 // stretching the window) would redraw.
@@ -71,7 +100,7 @@ func TestBrowserLessonWalkthrough(t *testing.T) {
 			assert.True(t, eval[bool](b, fmt.Sprintf(`document.querySelector('%s').classList.contains('current')`, sel)), "step %d is the current step", step)
 			b.click(sel + ` [data-do]`)
 		}
-		b.waitLesson(90*time.Second, fmt.Sprintf("the tick of step %d (%s)", step, st.ID), fmt.Sprintf(`s.ticks.includes(%d)`, step))
+		b.waitTick(step, st.ID)
 		b.waitJS(5*time.Second, fmt.Sprintf("step %d drawn done", step), fmt.Sprintf(`document.querySelector('%s').classList.contains('done')`, sel))
 		assert.Equal(t, len(st.Checks), eval[int](b, fmt.Sprintf(`document.querySelectorAll('%s .checks li.ok').length`, sel)), "every check of step %d shows ok", step)
 		assert.Empty(t, eval[string](b, fmt.Sprintf(`document.querySelector('%s .step-error').textContent`, sel)))

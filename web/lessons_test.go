@@ -134,6 +134,13 @@ func course(t *testing.T) *lessons.Catalog {
 	return c
 }
 
+// lessonTickWait is how long a test waits for a step's tick after "do it
+// for me": longer than the server waits for the job to be ready before a
+// command (lessonReadyWithin), so on a slow machine the test fails with the
+// server's reason ("the job did not become ready within 2m0s: count#1 is
+// RESTARTING") instead of its own timeout.
+const lessonTickWait = lessonReadyWithin + time.Minute
+
 // TestLessonDoItForMeWalksEveryLesson plays every lesson in a web session,
 // step by step with "do it for me", and sees every step's tick in order:
 // the web's way of performing actions and judging checks agrees with the
@@ -160,7 +167,7 @@ func TestLessonDoItForMeWalksEveryLesson(t *testing.T) {
 					r := lc.command(CmdLessonDo, map[string]any{"step": n})
 					require.Equal(t, "ack", r["type"], "lesson-do step %d: %v", n, r)
 				}
-				lc.until(90*time.Second, fmt.Sprintf("the tick of step %d (%s)", n, st.ID), func(m msg) bool {
+				lc.until(lessonTickWait, fmt.Sprintf("the tick of step %d (%s)", n, st.ID), func(m msg) bool {
 					require.Empty(t, m["error"], "do it for me failed")
 					return slices.Contains(lc.ticks, n)
 				})
@@ -328,4 +335,30 @@ func TestLessonReplayForgetsThePastRun(t *testing.T) {
 	require.Equal(t, "ack", reply(t, c, "r")["type"])
 	assert.Empty(t, s.Images(), "the replaced run's images are gone")
 	assert.Less(t, s.Snapshot().Step, int64(imageEvery), "the new run starts again")
+}
+
+// Lesson 1's job has nothing to read until the learner types a line, so
+// its run stops by itself once every subtask is idle; the line the learner
+// then typed waited for a Play the step did not ask for, and the story said
+// "waiting for the engine…" forever. A command now plays on a run that
+// stopped by itself (not one paused by hand): the typed line travels and
+// the step ticks.
+func TestLessonTypedLineTravelsInAnIdleRun(t *testing.T) {
+	ts := newTestServer(t, nil)
+	lc := dialLesson(t, ts, "lesson=01-why-state")
+	require.Equal(t, "ack", lc.command(CmdSpeed, map[string]any{"factor": 50})["type"])
+	deadline := time.Now().Add(lessonTickWait)
+	for s := lc.snapshot(); !(s.Paused && lessons.NotReady(&s) == ""); s = lc.snapshot() {
+		require.True(t, time.Now().Before(deadline), "the idle run never stopped by itself: paused %v, %s", s.Paused, lessons.NotReady(&s))
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := lc.command(CmdInject, map[string]any{"text": "to be or not to be"})
+	require.Equal(t, "ack", r["type"], "%v", r)
+	assert.False(t, lc.snapshot().Paused, "the typed line set the idle run going")
+	lc.until(lessonTickWait, "the tick of step 1 without pressing Play", func(m msg) bool { return slices.Contains(lc.ticks, 1) })
+
+	// A run paused by hand stays paused when a command comes.
+	require.Equal(t, "ack", lc.command(CmdPause, nil)["type"])
+	require.Equal(t, "ack", lc.command(CmdInject, map[string]any{"text": "be"})["type"])
+	assert.True(t, lc.snapshot().Paused, "a pause by hand is kept")
 }
