@@ -192,7 +192,7 @@ func (srv *Server) createClassroom(req ClassroomRequest, base string) (Classroom
 			return ClassroomInfo{}, perr(CodeBadArgs, "settings.%s must be a string or a number", k)
 		}
 	}
-	set, err := ParseSettings(t, q)
+	set, err := srv.settings(t, q)
 	if err != nil {
 		return ClassroomInfo{}, perr(CodeBadArgs, "%s", strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": "))
 	}
@@ -503,4 +503,7 @@ func loopbackURL(u string) bool {
 // SetPublicURL sets Config.PublicURL once the server's address is known
 // (statelab serve learns its LAN address after it listens). Call it before
 // serving requests.
-func (srv *Server) SetPublicURL(u string) { srv.cfg.PublicURL = strings.TrimRight(u, "/") }
+func (srv *Server) SetPublicURL(u string) {
+	srv.cfg.PublicURL = strings.TrimRight(u, "/")
+	srv.hosts.Store(&hostSet{m: srv.cfg.allowedHosts()})
+}

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -70,3 +72,62 @@ func (srv *Server) allowedOrigin(origin string) bool {
 		return strings.EqualFold(strings.TrimRight(o, "/"), strings.TrimRight(origin, "/"))
 	})
 }
+
+// Host allowlist (DNS rebinding). A page on attacker.example can make its
+// name resolve to 127.0.0.1 after it loaded; the browser then sends the
+// page's requests to StateLab with Host: attacker.example and a matching
+// Origin, so the Origin check alone passes them. The server therefore
+// answers only requests whose Host names it: localhost, 127.0.0.1 and [::1]
+// always, the hosts of Config.AllowHosts (the names and LAN addresses
+// statelab serve listens on), of Config.PublicURL and of
+// Config.AllowOrigins. Pages, the API and the WebSocket are all behind it.
+
+// loopbackHosts are always answered.
+var loopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// hostOnly returns host without its port and brackets, in lower case.
+func hostOnly(hostport string) string {
+	h := hostport
+	if sh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = sh
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
+}
+
+// allowedHosts returns the host names the server answers.
+func (c *Config) allowedHosts() map[string]bool {
+	m := map[string]bool{}
+	for _, h := range loopbackHosts {
+		m[h] = true
+	}
+	for _, h := range c.AllowHosts {
+		if h = hostOnly(strings.TrimSpace(h)); h != "" {
+			m[h] = true
+		}
+	}
+	for _, o := range append([]string{c.PublicURL}, c.AllowOrigins...) {
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			m[hostOnly(u.Host)] = true
+		}
+	}
+	return m
+}
+
+// checkHost refuses a request whose Host the server does not answer.
+func (srv *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != "" && !srv.hosts.Load().m[hostOnly(r.Host)] {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, "StateLab does not answer requests for host %q: only localhost, 127.0.0.1, [::1] and the addresses it was started with "+
+				"(a web page may be trying to reach it through DNS rebinding). Open it at one of those addresses, "+
+				"or start it with --allow-origin http://%s to allow this name.\n", hostOnly(r.Host), r.Host)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostSet is the allowlist, replaced whole when SetPublicURL adds a host.
+type hostSet struct{ m map[string]bool }

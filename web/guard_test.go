@@ -1,6 +1,8 @@
 package web
 
 import (
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,4 +84,55 @@ func websocketDial(ts *testServer, query string, h http.Header) (*websocket.Conn
 		ts.t.Cleanup(func() { c.Close() })
 	}
 	return c, resp, err
+}
+
+// TestHostAllowlistStopsDNSRebinding: a request for a Host the server was
+// not started with is refused on pages, the API and the WebSocket, even with
+// a matching Origin (after a rebinding both belong to the attacker); the
+// loopback names, configured names and PublicURL's host are answered.
+func TestHostAllowlistStopsDNSRebinding(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) {
+		c.AllowHosts = []string{"teacher-laptop.local"}
+		c.AllowOrigins = []string{"http://docs.example:3000"}
+	})
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(ts.hs.URL, "http://"))
+	do := func(method, path, host string, h http.Header) int {
+		req, err := http.NewRequest(method, ts.hs.URL+path, strings.NewReader(""))
+		require.NoError(t, err)
+		req.Host = host
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusForbidden && strings.Contains(host, "rebind") {
+			assert.Contains(t, string(body), "--allow-origin", "the refusal says how to allow a name")
+		}
+		return resp.StatusCode
+	}
+	rebind := "rebind.attacker.example:" + port
+	own := http.Header{"Origin": {"http://" + rebind}, "Sec-Fetch-Site": {"same-origin"}}
+	assert.Equal(t, http.StatusForbidden, do("GET", "/", rebind, nil), "a page")
+	assert.Equal(t, http.StatusForbidden, do("POST", "/api/classrooms", rebind, own), "the API")
+	assert.Equal(t, http.StatusForbidden, do("GET", "/api/keygroup?key=a&maxParallelism=128", rebind, nil), "a read-only API")
+	assert.Equal(t, 0, ts.srv.ext.rooms.live(ts.srv), "no classroom was created")
+
+	wsh := http.Header{"Origin": {"http://" + rebind}}
+	d := websocket.Dialer{NetDial: func(network, _ string) (net.Conn, error) {
+		return net.Dial(network, strings.TrimPrefix(ts.hs.URL, "http://"))
+	}}
+	_, resp, err := d.Dial("ws://"+rebind+"/ws?template=wordcount", wsh)
+	require.Error(t, err, "the WebSocket")
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "LOCALHOST:" + port, "teacher-laptop.local:" + port, "docs.example:" + port} {
+		assert.Equal(t, http.StatusOK, do("GET", "/", host, nil), host)
+	}
+	assert.Equal(t, http.StatusForbidden, do("GET", "/", "192.168.1.20:"+port, nil), "a LAN address before it is the public URL")
+	ts.srv.SetPublicURL("http://192.168.1.20:" + port)
+	assert.Equal(t, http.StatusOK, do("GET", "/", "192.168.1.20:"+port, nil), "the LAN address the server prints")
 }

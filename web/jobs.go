@@ -181,12 +181,19 @@ const (
 	maxSandboxParallelism  = 8
 	maxSandboxTaskManagers = 8
 	maxSandboxSlots        = 8
-	maxSandboxKeys         = 100_000
+	// minCheckpointInterval is Flink's least checkpoint interval,
+	// CheckpointCoordinatorConfiguration.MINIMAL_CHECKPOINT_TIME (10 ms).
+	minCheckpointInterval = 10 * time.Millisecond
 )
 
 // ParseSettings reads sandbox settings from a query string (the sandbox
-// form's fields; see docs/protocol.md), starting from t's defaults.
+// form's fields; see docs/protocol.md), starting from t's defaults, within
+// DefaultLimits (a Server applies its own Config.Limits).
 func ParseSettings(t *JobTemplate, q url.Values) (SandboxSettings, error) {
+	return parseSettings(t, q, DefaultLimits)
+}
+
+func parseSettings(t *JobTemplate, q url.Values, lim Limits) (SandboxSettings, error) {
 	s := t.Defaults
 	s.Parallelism = map[string]int{}
 	for k, v := range t.Defaults.Parallelism {
@@ -195,12 +202,17 @@ func ParseSettings(t *JobTemplate, q url.Values) (SandboxSettings, error) {
 	bad := func(field, format string, a ...any) (SandboxSettings, error) {
 		return s, fmt.Errorf("%w: %s: %s", ErrBadArgs, field, fmt.Sprintf(format, a...))
 	}
-	intParam := func(name string, lo, hi int, dst *int) error {
+	// intParam reads a whole number from lo to hi; flag names the statelab
+	// serve flag that raises hi (a server bound), "" for a fixed one.
+	intParam := func(name string, lo, hi int, flag string, dst *int) error {
 		v := q.Get(name)
 		if v == "" {
 			return nil
 		}
 		n, err := strconv.Atoi(v)
+		if err == nil && n > hi && flag != "" {
+			return fmt.Errorf("%w: %s=%d is above this server's bound of %d; choose %d to %d, or whoever runs the server can raise it with statelab serve --%s", ErrBadArgs, name, n, hi, lo, hi, flag)
+		}
 		if err != nil || n < lo || n > hi {
 			return fmt.Errorf("%w: %s=%q: want a whole number from %d to %d", ErrBadArgs, name, v, lo, hi)
 		}
@@ -214,7 +226,7 @@ func ParseSettings(t *JobTemplate, q url.Values) (SandboxSettings, error) {
 		s.Backend = v
 	}
 	for _, op := range t.Tunable {
-		if err := intParam("p."+op, 1, maxSandboxParallelism, new(int)); err != nil {
+		if err := intParam("p."+op, 1, lim.Parallelism, "max-parallelism", new(int)); err != nil {
 			return s, err
 		}
 		if v := q.Get("p." + op); v != "" {
@@ -239,15 +251,19 @@ func ParseSettings(t *JobTemplate, q url.Values) (SandboxSettings, error) {
 		if err != nil || d < 0 || d > time.Hour {
 			return bad("interval", "%q: want a duration such as 2s or 500ms (0 turns periodic checkpoints off)", v)
 		}
+		if d > 0 && d < minCheckpointInterval {
+			// Flink refuses it too: CheckpointCoordinatorConfiguration.MINIMAL_CHECKPOINT_TIME.
+			return bad("interval", "%q is below Flink's minimum checkpoint interval of %s; choose %s or more (0 turns periodic checkpoints off)", v, minCheckpointInterval, minCheckpointInterval)
+		}
 		s.Interval = d
 	}
-	if err := intParam("taskManagers", 1, maxSandboxTaskManagers, &s.TaskManagers); err != nil {
+	if err := intParam("taskManagers", 1, lim.TaskManagers, "max-taskmanagers", &s.TaskManagers); err != nil {
 		return s, err
 	}
-	if err := intParam("slots", 1, maxSandboxSlots, &s.Slots); err != nil {
+	if err := intParam("slots", 1, maxSandboxSlots, "", &s.Slots); err != nil {
 		return s, err
 	}
-	if err := intParam("keys", 1, maxSandboxKeys, &s.Keys); err != nil {
+	if err := intParam("keys", 1, lim.Keys, "max-keys", &s.Keys); err != nil {
 		return s, err
 	}
 	if v := q.Get("seed"); v != "" {

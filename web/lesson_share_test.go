@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -45,7 +46,7 @@ func TestLessonRunsShareSeekAndFork(t *testing.T) {
 
 	sc, err := ParseShareLink(strings.TrimPrefix(share.URL, ts.hs.URL+"/replay?s="))
 	require.NoError(t, err)
-	cp, pe := ts.srv.replaySession(sc)
+	cp, pe := ts.srv.replaySession(context.Background(), sc)
 	require.Nil(t, pe)
 	again := cp.Snapshot()
 	assert.Equal(t, "lesson:05-failure-and-recovery", cp.Template)

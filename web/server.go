@@ -29,8 +29,14 @@ type Config struct {
 	// Engines starts a job; required (NewEngine for the real engine).
 	Engines EngineFactory
 	// AllowOrigins are extra origins (scheme://host[:port]) whose pages may
-	// open WebSockets; the server's own origin is always allowed.
+	// open WebSockets and post to the API; the server's own origin is always
+	// allowed, and their hosts join AllowHosts.
 	AllowOrigins []string
+	// AllowHosts are the host names and addresses the server answers besides
+	// localhost, 127.0.0.1 and [::1] (guard.go; statelab serve passes the
+	// names it listens on and, beyond loopback, this machine's addresses).
+	// A request for any other Host is refused: DNS rebinding.
+	AllowHosts []string
 	// MaxSessions caps running sessions (default 32), forks aside.
 	MaxSessions int
 	// MaxForks caps running forks (default 64: every student of a class
@@ -48,6 +54,9 @@ type Config struct {
 	// IdleTimeout closes a session nobody has watched for this long
 	// (default 10 minutes).
 	IdleTimeout time.Duration
+	// PauseGrace pauses a playing session nobody has watched for this long
+	// (default 15 seconds; idle.go); the next viewer resumes it.
+	PauseGrace time.Duration
 	// ReadLimit is the largest client message in bytes (default 64 KiB); a
 	// larger one closes the connection with status 1009.
 	ReadLimit int64
@@ -74,6 +83,9 @@ type Config struct {
 	// MaxFollowers caps one classroom's followers (default 250).
 	MaxClassrooms int
 	MaxFollowers  int
+	// Limits bound what one session may ask (limits.go); zero fields take
+	// DefaultLimits.
+	Limits Limits
 	// Lessons are the course the lesson pages and lesson sessions serve
 	// (default: the embedded lessons, lessons.Default).
 	Lessons *lessons.Catalog
@@ -103,6 +115,7 @@ func (c *Config) setDefaults() error {
 			*v = d
 		}
 	}
+	c.Limits.setDefaults()
 	def(&c.MaxSessions, 32)
 	def(&c.MaxForks, defaultMaxForks)
 	def(&c.MaxImages, 64)
@@ -110,6 +123,7 @@ func (c *Config) setDefaults() error {
 	def(&c.SendBuffer, 64)
 	def(&c.EventBuffer, 8192)
 	defD(&c.IdleTimeout, 10*time.Minute)
+	defD(&c.PauseGrace, defaultPauseGrace)
 	defD(&c.FrameInterval, 50*time.Millisecond)
 	defD(&c.SnapshotInterval, time.Second)
 	if c.ReadLimit <= 0 {
@@ -160,6 +174,8 @@ type Server struct {
 	ext serverExt
 	// images counts the images kept by every session (images.go).
 	images atomic.Int64
+	// hosts is the Host allowlist (guard.go).
+	hosts atomic.Pointer[hostSet]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -192,6 +208,7 @@ func New(cfg Config) (*Server, error) {
 		sessions: sessionTable{m: map[string]*Session{}},
 		ctx:      ctx, cancel: cancel,
 	}
+	srv.hosts.Store(&hostSet{m: srv.cfg.allowedHosts()})
 	srv.upgrader = websocket.Upgrader{
 		ReadBufferSize: 4096, WriteBufferSize: 16384,
 		CheckOrigin: srv.checkOrigin,
@@ -209,7 +226,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler serves every route with the security headers.
-func (srv *Server) Handler() http.Handler { return securityHeaders(srv.mux) }
+func (srv *Server) Handler() http.Handler { return securityHeaders(srv.checkHost(srv.mux)) }
 
 // Close stops every session and connection and waits for them.
 func (srv *Server) Close() error {
@@ -270,7 +287,7 @@ func (srv *Server) Session(id string) (*Session, bool) {
 }
 
 func (srv *Server) reaper(ctx context.Context) {
-	every := max(min(srv.cfg.IdleTimeout, srv.cfg.ForkIdleTimeout)/4, 10*time.Millisecond)
+	every := max(min(srv.cfg.IdleTimeout, srv.cfg.ForkIdleTimeout, srv.cfg.PauseGrace)/4, 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -279,6 +296,7 @@ func (srv *Server) reaper(ctx context.Context) {
 			return
 		case now := <-t.C:
 			srv.reapIdle(now)
+			srv.pauseUnwatchedSessions(now)
 		}
 	}
 }
@@ -372,7 +390,7 @@ func (srv *Server) openSession(q url.Values) (*Session, *protoError) {
 	if !ok {
 		return nil, perr(CodeUnknownJob, "there is no template %q; choose one of %s", tid, templateIDs())
 	}
-	set, err := ParseSettings(t, q)
+	set, err := srv.settings(t, q)
 	if err != nil {
 		return nil, perr(CodeBadArgs, "%s", strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": "))
 	}
@@ -399,6 +417,9 @@ func (srv *Server) createSession(kind, template string, run RunConfig) (*Session
 		release()
 		if errors.Is(err, ErrBadArgs) {
 			return nil, perr(CodeBadArgs, "%s", strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": "))
+		}
+		if errors.Is(err, ErrRefused) {
+			return nil, perr(CodeRefused, "%s", strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 		}
 		return nil, perr(CodeInternal, "cannot start the job: %v", err)
 	}

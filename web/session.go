@@ -58,6 +58,8 @@ type Session struct {
 	done   chan struct{}
 	closed atomic.Bool
 	resets atomic.Int64
+	// idlePaused: the run was paused because nobody watched (idle.go).
+	idlePaused atomic.Bool
 	// lesson is set for a lesson session (lessons.go) before the session is
 	// listed, and never changes.
 	lesson *lessonRun
@@ -147,9 +149,11 @@ func (s *Session) close(reason string) {
 }
 
 // join registers c with the session; the pump sends it a snapshot first.
+// A run paused because nobody watched plays on.
 func (s *Session) join(c *client) bool {
 	select {
 	case s.joins <- c:
+		s.resumeWatched()
 		return true
 	case <-s.done:
 		return false
@@ -347,6 +351,9 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 	default:
 		snap := eng.Snapshot()
 		if pe := checkAgainstJob(cmd, &snap); pe != nil {
+			return pe
+		}
+		if pe := s.srv.cfg.Limits.checkCommand(cmd, &snap); pe != nil {
 			return pe
 		}
 		if s.lesson != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/flate"
+	"context"
 	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
@@ -97,7 +98,9 @@ func settingsFromSpec(t *JobTemplate, spec *engine.JobSpec) (url.Values, error) 
 			}
 		}
 	}
-	set, err := ParseSettings(t, q)
+	// The run was started within its server's bounds, which may be above
+	// the defaults: rebuild it without them (a replay checks them again).
+	set, err := parseSettings(t, q, unbounded)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +193,7 @@ func (srv *Server) lessonScenario(slug string, spec *engine.JobSpec, log []engin
 // the template its session shows (a lesson's: "lesson:SLUG").
 func (srv *Server) scenarioRun(sc Scenario) (RunConfig, string, *protoError) {
 	if sc.Lesson == "" {
-		run, pe := runOf(sc)
+		run, pe := runWithin(sc, srv.cfg.Limits)
 		return run, sc.Template, pe
 	}
 	if sc.Format != ScenarioFormat || sc.Version != ScenarioVersion {
@@ -211,6 +214,9 @@ func (srv *Server) scenarioRun(sc Scenario) (RunConfig, string, *protoError) {
 	if pe := checkScenarioCommands(sc); pe != nil {
 		return RunConfig{}, "", pe
 	}
+	if pe := srv.cfg.Limits.checkScenario(sc, spec); pe != nil {
+		return RunConfig{}, "", pe
+	}
 	return RunConfig{Spec: spec, Driver: DriverStepper, from: &replayPlan{log: sc.Commands, step: sc.Step}}, "lesson:" + sc.Lesson, nil
 }
 
@@ -220,10 +226,17 @@ var engineCommandNames = map[string]bool{
 	engine.CmdRescale: true, engine.CmdInject: true,
 }
 
-// runOf checks a scenario and returns the run that replays it.
-func runOf(sc Scenario) (RunConfig, *protoError) {
+// runOf checks a scenario within DefaultLimits and returns the run that
+// replays it.
+func runOf(sc Scenario) (RunConfig, *protoError) { return runWithin(sc, DefaultLimits) }
+
+// runWithin checks a scenario within lim and returns the run that replays it.
+func runWithin(sc Scenario, lim Limits) (RunConfig, *protoError) {
 	if sc.Format != ScenarioFormat || sc.Version != ScenarioVersion {
 		return RunConfig{}, perr(CodeBadArgs, "this is not a StateLab scenario (format %q version %d); export one from a live view", sc.Format, sc.Version)
+	}
+	if sc.Step > lim.ReplaySteps {
+		return RunConfig{}, lim.checkScenario(sc, &engine.JobSpec{})
 	}
 	t, ok := Template(sc.Template)
 	if !ok {
@@ -235,7 +248,10 @@ func runOf(sc Scenario) (RunConfig, *protoError) {
 	}
 	q.Set("seed", strconv.FormatInt(sc.Seed, 10))
 	q.Set("driver", DriverStepper)
-	set, err := ParseSettings(t, q)
+	set, err := parseSettings(t, q, lim)
+	if err == nil {
+		err = lim.checkSettings(set)
+	}
 	if err != nil {
 		return RunConfig{}, perr(CodeBadArgs, "scenario settings: %s", strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": "))
 	}
@@ -246,13 +262,16 @@ func runOf(sc Scenario) (RunConfig, *protoError) {
 	if pe := checkScenarioCommands(sc); pe != nil {
 		return RunConfig{}, pe
 	}
+	if pe := lim.checkScenario(sc, spec); pe != nil {
+		return RunConfig{}, pe
+	}
 	return RunConfig{Spec: spec, Driver: DriverStepper, from: &replayPlan{log: sc.Commands, step: sc.Step}}, nil
 }
 
 // checkScenarioCommands checks a scenario's step and commands.
 func checkScenarioCommands(sc Scenario) *protoError {
-	if sc.Step < 0 || sc.Step > maxReplaySteps {
-		return perr(CodeBadArgs, "the scenario's step %d is outside 0..%d", sc.Step, maxReplaySteps)
+	if sc.Step < 0 {
+		return perr(CodeBadArgs, "the scenario's step %d is negative", sc.Step)
 	}
 	if len(sc.Commands) > maxScenarioCommands {
 		return perr(CodeBadArgs, "the scenario has %d commands; at most %d replay", len(sc.Commands), maxScenarioCommands)
@@ -327,6 +346,7 @@ func (srv *Server) shareRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/sessions/{id}/events", srv.handleEventLog)
 	mux.HandleFunc("POST /api/scenarios", srv.handleImport)
 	mux.HandleFunc("GET /replay", srv.handleReplayLink)
+	mux.HandleFunc("POST /replay", srv.handleReplayStart)
 }
 
 func (srv *Server) sessionFor(w http.ResponseWriter, r *http.Request) *Session {
@@ -381,12 +401,14 @@ func (srv *Server) handleShare(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ShareAnswer{URL: srv.base(requestBase(r)) + "/replay?s=" + v, Scenario: sc})
 }
 
-// replaySession starts a session replaying sc.
-func (srv *Server) replaySession(sc Scenario) (*Session, *protoError) {
+// replaySession starts a session replaying sc; the replay stops when ctx
+// is done (the request that asked for it ended) or its budget runs out.
+func (srv *Server) replaySession(ctx context.Context, sc Scenario) (*Session, *protoError) {
 	run, template, pe := srv.scenarioRun(sc)
 	if pe != nil {
 		return nil, pe
 	}
+	run.from.ctx = ctx
 	s, pe := srv.createSession(KindReplay, template, run)
 	if pe != nil {
 		return nil, pe
@@ -417,7 +439,11 @@ func (srv *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{CodeBadJSON, strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": ")})
 		return
 	}
-	s, pe := srv.replaySession(sc)
+	if _, pe := srv.estimateReplay(sc); pe != nil {
+		writeJSON(w, classroomStatus(pe.Code), apiError{pe.Code, pe.Message})
+		return
+	}
+	s, pe := srv.replaySession(r.Context(), sc)
 	if pe != nil {
 		writeJSON(w, classroomStatus(pe.Code), apiError{pe.Code, pe.Message})
 		return
@@ -425,16 +451,51 @@ func (srv *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ImportAnswer{Session: s.ID, URL: "/sandbox/live?session=" + s.ID})
 }
 
-// handleReplayLink opens a share link: a new session replays the scenario,
-// and the browser goes to its live view.
+// handleReplayLink shows what a share link would replay, and its
+// estimated cost, without doing any of it: the page's own form (a
+// same-origin POST, handleReplayStart) starts the replay. So a link, an
+// <img> or a form on another site cannot make the server work.
 func (srv *Server) handleReplayLink(w http.ResponseWriter, r *http.Request) {
-	p := srv.page(w, r, "sandbox", "sandbox.liveTitle")
-	sc, err := ParseShareLink(r.URL.Query().Get("s"))
+	p := srv.page(w, r, "sandbox", "replay.title")
+	link := r.URL.Query().Get("s")
+	sc, err := ParseShareLink(link)
 	if err != nil {
 		srv.render(w, r, http.StatusBadRequest, pages.NotFound(p, strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": ")))
 		return
 	}
-	s, pe := srv.replaySession(sc)
+	v, pe := srv.estimateReplay(sc)
+	if pe != nil {
+		srv.render(w, r, classroomStatus(pe.Code), pages.NotFound(p, pe.Message))
+		return
+	}
+	v.Link = link
+	srv.render(w, r, http.StatusOK, pages.ReplayConfirm(p, v))
+}
+
+// handleReplayStart is the confirmation form's POST: the replay runs
+// inside the request (stopped if the browser goes away, or when its budget
+// runs out), then the browser goes to the live view.
+func (srv *Server) handleReplayStart(w http.ResponseWriter, r *http.Request) {
+	if !srv.checkOrigin(r) {
+		http.Error(w, "requests from other sites may not start a replay; open the share link itself and press its replay button", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxShareParam+1024)
+	p := srv.page(w, r, "sandbox", "replay.title")
+	if err := r.ParseForm(); err != nil {
+		srv.render(w, r, http.StatusBadRequest, pages.NotFound(p, "cannot read the form: "+err.Error()))
+		return
+	}
+	sc, err := ParseShareLink(r.PostForm.Get("s"))
+	if err != nil {
+		srv.render(w, r, http.StatusBadRequest, pages.NotFound(p, strings.TrimPrefix(err.Error(), ErrBadArgs.Error()+": ")))
+		return
+	}
+	if _, pe := srv.estimateReplay(sc); pe != nil {
+		srv.render(w, r, classroomStatus(pe.Code), pages.NotFound(p, pe.Message))
+		return
+	}
+	s, pe := srv.replaySession(r.Context(), sc)
 	if pe != nil {
 		srv.render(w, r, classroomStatus(pe.Code), pages.NotFound(p, pe.Message))
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -159,8 +160,20 @@ func TestShareOverHTTP(t *testing.T) {
 	assert.Equal(t, orig.Step, share.Scenario.Step)
 	require.Len(t, share.Scenario.Commands, 1)
 
+	// Opening the link shows what it replays and starts nothing; its
+	// page's form (a same-origin POST) replays it.
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	before := len(ts.srv.sessions.all())
 	resp, err := noFollow.Get(share.URL)
+	require.NoError(t, err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(page), `id="replay-form"`)
+	assert.Contains(t, string(page), fmt.Sprintf(`<dd id="replay-steps">%d</dd>`, orig.Step))
+	assert.Len(t, ts.srv.sessions.all(), before, "opening a link starts no session")
+	link := strings.TrimPrefix(share.URL, ts.hs.URL+"/replay?s=")
+	resp, err = noFollow.PostForm(ts.hs.URL+"/replay", url.Values{"s": {link}})
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)

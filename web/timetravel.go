@@ -76,6 +76,9 @@ type replayPlan struct {
 	step    int64
 	play    bool
 	markers []Marker
+	// ctx is the requester's (a share link's or an import's request): the
+	// replay stops when it is done. Nil: the server's.
+	ctx context.Context
 }
 
 // sessionExt is a session's classroom and time-travel state. Its fields
@@ -516,8 +519,16 @@ func advanceFrom(st *engine.Stepper, log []engine.LoggedCommand, applied int, to
 // (commands logged at step included); record, if set, sees every event of
 // the replay. The Stepper is paused at the teaching pace.
 func replayStepper(spec *engine.JobSpec, dir string, log []engine.LoggedCommand, step int64, record func(engine.Event)) (*engine.Stepper, error) {
-	if step < 0 || step > maxReplaySteps {
-		return nil, fmt.Errorf("%w: step %d is outside 0..%d", ErrBadArgs, step, maxReplaySteps)
+	return replayStepperCtx(context.Background(), spec, dir, log, step, record)
+}
+
+// replayStepperCtx is replayStepper that stops, with ctx's error, when ctx
+// is done (the requester went away, or the replay's budget ran out).
+func replayStepperCtx(ctx context.Context, spec *engine.JobSpec, dir string, log []engine.LoggedCommand, step int64, record func(engine.Event)) (*engine.Stepper, error) {
+	// Share links and scenarios are bounded by Limits.ReplaySteps before
+	// they get here; forks and seeks by maxReplaySteps.
+	if step < 0 {
+		return nil, fmt.Errorf("%w: step %d is negative", ErrBadArgs, step)
 	}
 	var recording atomic.Bool
 	opts := engine.Options{Dir: dir}
@@ -533,7 +544,7 @@ func replayStepper(spec *engine.JobSpec, dir string, log []engine.LoggedCommand,
 	if err != nil {
 		return nil, specError(err)
 	}
-	if err := advance(st, log, -1, step); err != nil {
+	if err := advanceCtx(ctx, st, log, -1, step); err != nil {
 		_ = st.Close()
 		return nil, err
 	}
@@ -551,19 +562,45 @@ func replayStepper(spec *engine.JobSpec, dir string, log []engine.LoggedCommand,
 // so the remaining steps are taken by hand; a run that can go no further
 // stops early (nothing more would have happened in the original either).
 func advance(st *engine.Stepper, log []engine.LoggedCommand, from, to int64) error {
-	var cmds []engine.LoggedCommand
-	last := max(from, 0)
-	for _, lc := range log {
-		if lc.Step > from && lc.Step <= to {
-			cmds = append(cmds, lc)
-			last = max(last, lc.Step)
+	return advanceCtx(context.Background(), st, log, from, to)
+}
+
+// replayChunk is how many steps a replay takes between two looks at its
+// context: a few milliseconds of work.
+const replayChunk = 1000
+
+// advanceCtx is advance in chunks of replayChunk steps, stopping with ctx's
+// error when ctx is done.
+func advanceCtx(ctx context.Context, st *engine.Stepper, log []engine.LoggedCommand, from, to int64) error {
+	// stepTo steps until the stepper is at step target or can go no
+	// further; the command replay below reports the latter.
+	stepTo := func(target int64) error {
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			at, _ := st.Position()
+			n := min(target-at, replayChunk)
+			if n <= 0 || st.Steps(int(n)) < int(n) {
+				return nil
+			}
 		}
 	}
-	if err := st.Replay(cmds); err != nil {
-		return fmt.Errorf("replay: %w", err)
+	last := max(from, 0)
+	for _, lc := range log {
+		if lc.Step <= from || lc.Step > to {
+			continue
+		}
+		if err := stepTo(lc.Step); err != nil {
+			return err
+		}
+		if err := st.Replay([]engine.LoggedCommand{lc}); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		last = max(last, lc.Step)
 	}
-	if n := to - last; n > 0 {
-		st.Steps(int(n))
+	if to > last {
+		return stepTo(to)
 	}
 	return nil
 }
@@ -699,7 +736,13 @@ func (srv *Server) replaying(fresh EngineFactory) EngineFactory {
 
 func (srv *Server) replayEngine(run RunConfig) (Engine, error) {
 	p := run.from
-	st, err := replayStepper(run.Spec, run.DataDir, p.log, p.step, func(e engine.Event) {
+	ctx := p.ctx
+	if ctx == nil {
+		ctx = srv.ctx
+	}
+	ctx, cancel := context.WithTimeout(ctx, srv.cfg.Limits.ReplayTime)
+	defer cancel()
+	st, err := replayStepperCtx(ctx, run.Spec, run.DataDir, p.log, p.step, func(e engine.Event) {
 		if m, ok := markerOf(e); ok {
 			n := len(p.markers)
 			if n > 0 && p.markers[n-1].Kind == m.Kind && (p.markers[n-1].Step == m.Step || m.Kind == "restore" && p.markers[n-1].Label == m.Label) {
@@ -712,7 +755,7 @@ func (srv *Server) replayEngine(run RunConfig) (Engine, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, replayError(err, p.step, srv.cfg.Limits.ReplayTime)
 	}
 	e := &driverEngine{st: st, factor: 1}
 	if p.play {

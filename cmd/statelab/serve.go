@@ -28,9 +28,16 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	maxFollowers := fs.Int("max-followers", 250, "most followers of one classroom")
 	maxClassrooms := fs.Int("max-classrooms", 8, "most classrooms running at once")
 	data := fs.String("data", "", "directory for session data: Pebble working directories and checkpoints (default: the user's cache directory/statelab)")
-	origins := fs.String("allow-origin", "", "comma-separated extra origins allowed to open WebSockets, e.g. http://localhost:3000 (the app's own origin is always allowed)")
+	origins := fs.String("allow-origin", "", "comma-separated extra origins (scheme://host[:port]) whose pages may use the app and whose host names it answers, e.g. http://teacher-laptop.local:8080 (the app answers only localhost, 127.0.0.1, [::1] and the addresses it listens on, against DNS rebinding)")
 	maxSessions := fs.Int("max-sessions", 32, "most sessions running at once (forks aside)")
 	maxForks := fs.Int("max-forks", 64, "most forks running at once: a classroom's followers fork the presenter's run into copies of their own; a fork nobody watches ends after 2 minutes")
+	lim := web.DefaultLimits
+	fs.IntVar(&lim.Parallelism, "max-parallelism", lim.Parallelism, "bound on any operator's parallelism in one session: sandbox settings, rescale, scenarios and share links")
+	fs.IntVar(&lim.TaskManagers, "max-taskmanagers", lim.TaskManagers, "bound on the TaskManagers of one session: sandbox settings, add-taskmanager, scenarios and share links")
+	fs.IntVar(&lim.Keys, "max-keys", lim.Keys, "bound on the distinct keys a sandbox's source generates (every checkpoint copies their state)")
+	fs.Int64Var(&lim.ReplaySteps, "max-replay-steps", lim.ReplaySteps, "bound on the steps a share link or an imported scenario replays")
+	fs.IntVar(&lim.Commands, "max-commands", lim.Commands, "bound on the commands one session records (forks and share links replay them)")
+	fs.DurationVar(&lim.ReplayTime, "max-replay-time", lim.ReplayTime, "bound on the computing time of one replay; a share link estimated above it is refused, a replay running over it is stopped")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
 	if code, done := parseFlags(fs, args, io); done {
 		return code
@@ -46,7 +53,9 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"max-forks", *maxForks}, {"max-followers", *maxFollowers}, {"max-classrooms", *maxClassrooms}} {
+	}{{"max-forks", *maxForks}, {"max-followers", *maxFollowers}, {"max-classrooms", *maxClassrooms},
+		{"max-parallelism", lim.Parallelism}, {"max-taskmanagers", lim.TaskManagers}, {"max-keys", lim.Keys},
+		{"max-replay-steps", int(min(lim.ReplaySteps, 1<<30))}, {"max-commands", lim.Commands}, {"max-replay-time", int(min(lim.ReplayTime.Milliseconds(), 1<<30))}} {
 		if f.v < 1 {
 			code, _ := usageError(io, fs.Name(), "--%s %d is below 1", f.name, f.v)
 			return code
@@ -73,7 +82,7 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 
-	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, MaxClassrooms: *maxClassrooms, Logger: logger,
+	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, AllowHosts: listenHosts(*addr, net.InterfaceAddrs), Limits: lim, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, MaxClassrooms: *maxClassrooms, Logger: logger,
 		// The Performance page's quick bench times the WebSocket hub too.
 		Perf: web.PerfConfig{WebFanOut: web.MeasureFanOut}})
 	if err != nil {
@@ -126,4 +135,30 @@ func appURL(addr net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// listenHosts are the names a server listening on addr answers besides the
+// loopback ones (web.Config.AllowHosts, against DNS rebinding): the host it
+// was started with and, on a wildcard address, every address of this
+// machine's interfaces (the LAN address it prints among them).
+func listenHosts(addr string, ifaceAddrs func() ([]net.Addr, error)) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	ip := net.ParseIP(host)
+	if host != "" && (ip == nil || !ip.IsUnspecified()) {
+		out = append(out, host)
+	}
+	if host == "" || (ip != nil && ip.IsUnspecified()) {
+		if addrs, err := ifaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok {
+					out = append(out, n.IP.String())
+				}
+			}
+		}
+	}
+	return out
 }
