@@ -70,5 +70,9 @@ func TestLessonView(t *testing.T) {
 	assert.Equal(t, "这一步中，TaskManager tm-1 丢失了：它上面的子任务都失败了，本地磁盘也被清空。", kill.Checks[0])
 	assert.Equal(t, "作业在这一步中至少重启了 1 次。", kill.Checks[1])
 	assert.Equal(t, "no-checkpoints", v.Steps[3].Job, "the step that resets names its job")
+	assert.Equal(t, "启动作业 clickcount-no-checkpoints", v.Steps[3].JobLabel, "and labels the learner's button by the job's name")
+	assert.Empty(t, v.Steps[1].JobLabel)
+	seven, _ := c.Lesson("07-why-not-hash-mod")
+	assert.Equal(t, "Start the job wordcount again", seven.View(EN, c).Steps[2].JobLabel, "a reset to the main job starts it again")
 	assert.Equal(t, "Failure and recovery", l.View("fr", nil).Title, "an unknown language falls back to English")
 }

@@ -37,6 +37,10 @@ type StepView struct {
 	Checks    []string      `json:"checks"` // what is checked, one sentence each
 	Within    int           `json:"within"`
 	Job       string        `json:"job,omitempty"` // the job a reset in this step switches to
+	// JobLabel is the text of the button that starts Job ("Start the job
+	// wordcount-at-least-once"): the learner's own control for the reset,
+	// beside "do it for me".
+	JobLabel string `json:"jobLabel,omitempty"`
 }
 
 // CommandView is an action as the client sends it: {"type":"command",
@@ -76,6 +80,7 @@ func (l *Lesson) View(lang Lang, c *Catalog) LessonView {
 				if j, ok := a.Args["job"].(string); ok {
 					sv.Job = j
 				}
+				sv.JobLabel = l.jobLabel(lang, sv.Job)
 			}
 		}
 		for _, c := range st.Checks {
@@ -84,6 +89,24 @@ func (l *Lesson) View(lang Lang, c *Catalog) LessonView {
 		v.Steps = append(v.Steps, sv)
 	}
 	return v
+}
+
+// jobLabel is the text of the button that starts one of the lesson's jobs.
+func (l *Lesson) jobLabel(lang Lang, job string) string {
+	name := job
+	if s, err := l.Job(job); err == nil && s.Name != "" {
+		name = s.Name
+	}
+	again := job == MainJob
+	switch {
+	case lang == ZH && again:
+		return "重新启动作业 " + name
+	case lang == ZH:
+		return "启动作业 " + name
+	case again:
+		return "Start the job " + name + " again"
+	}
+	return "Start the job " + name
 }
 
 // StepAnchor is the fragment of step i's deep link: /lessons/<slug>#step-<i+1>.

@@ -96,6 +96,9 @@ func TestLessonPageBothLanguages(t *testing.T) {
 			// "do it for me" shows the commands it sends.
 			assert.Contains(t, page, `crash-subtask {"index":0,"operator":"count"}`)
 			assert.Contains(t, page, `reset {"job":"at-least-once"}`)
+			// The step that switches jobs has the learner's own button for it.
+			assert.Contains(t, body, `data-job="at-least-once" data-step="5"`)
+			assert.Contains(t, page, map[string]string{"en": "Start the job wordcount-at-least-once", "zh": "启动作业 wordcount-at-least-once"}[tt.lang])
 			// Previous and next lesson, titled in the page's language.
 			assert.Regexp(t, `rel="prev" href="/lessons/03-state-backends"`, body)
 			assert.Regexp(t, `rel="next" href="/lessons/05-failure-and-recovery"`, body)

@@ -56,6 +56,14 @@ function wireButtons() {
       send('lesson-do', { step: n }).catch(() => render());
     });
   }
+  // A step that switches to another job of the lesson offers the switch
+  // itself: the toolbar's reset starts the job that runs.
+  for (const b of document.querySelectorAll('.steps [data-job]')) {
+    b.addEventListener('click', () => {
+      b.disabled = true;
+      send('reset', { job: b.dataset.job }).catch(() => {}).finally(() => render());
+    });
+  }
   for (const b of document.querySelectorAll('.steps [data-replay]')) {
     b.addEventListener('click', () => {
       const n = Number(b.dataset.replay);
@@ -130,6 +138,8 @@ function render() {
       doBtn.textContent = current && m.doing ? t('lessons.doing') : t('lessons.doIt');
       doBtn.setAttribute('aria-busy', String(current && m.doing));
     }
+    const jobBtn = el.querySelector('[data-job]');
+    if (jobBtn) jobBtn.disabled = !current || m.doing;
     const replay = el.querySelector('[data-replay]');
     if (replay) replay.disabled = false;
     const err = el.querySelector('.step-error');
