@@ -88,9 +88,10 @@ func ParseAddress(raw string) (*url.URL, error) {
 
 func defaultHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: defaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = GuardDialer(&net.Dialer{Timeout: defaultDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.Proxy = nil // the address dialled must be the one checked (guard.go)
 	t.ResponseHeaderTimeout = DefaultTimeout
-	return &http.Client{Timeout: DefaultTimeout, Transport: t}
+	return &http.Client{Timeout: DefaultTimeout, Transport: t, CheckRedirect: SameOriginRedirects}
 }
 
 // BaseURL is the normalised JobManager address.
@@ -234,7 +235,7 @@ func (c *Client) statusError(path string, u *url.URL, resp *http.Response, body 
 
 func (c *Client) notFlink(u *url.URL, resp *http.Response, body []byte, reason string) error {
 	return &NotFlinkError{URL: u.String(), Status: resp.Status, ContentType: resp.Header.Get("Content-Type"),
-		Snippet: snippet(body), Reason: reason}
+		BodyBytes: len(body), Kind: bodyKind(body), Reason: reason}
 }
 
 func (c *Client) notFlinkJSON(path, reason string) error {
@@ -246,18 +247,22 @@ func looksLikeJSON(body []byte) bool {
 	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
 }
 
-// snippet is the start of a body, on one line, for an error message.
-func snippet(body []byte) string {
-	const limit = 80
-	s := strings.Join(strings.Fields(string(body)), " ")
-	if len(s) <= limit {
-		return s
+// bodyKind describes a body without quoting it: StateLab may have been
+// pointed at a service that is not Flink, and what that service answers is
+// not for the one who typed the address to read.
+func bodyKind(body []byte) string {
+	b := bytes.TrimSpace(body)
+	switch {
+	case len(b) == 0:
+		return "an empty body"
+	case bytes.HasPrefix(bytes.ToLower(b[:min(len(b), 15)]), []byte("<!doctype html")) || bytes.HasPrefix(bytes.ToLower(b[:min(len(b), 5)]), []byte("<html")):
+		return "an HTML page"
+	case looksLikeJSON(b):
+		return "JSON"
+	case utf8.Valid(b):
+		return "text"
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return "binary data"
 }
 
 // firstLine keeps the first line of a Flink error message: newer versions

@@ -62,8 +62,12 @@ type NotFlinkError struct {
 	URL         string // full URL requested
 	Status      string // e.g. "404 Not Found"
 	ContentType string
-	Snippet     string // the start of the body, one line
-	Reason      string // what was wrong with it
+	// BodyBytes and Kind describe the body ("an HTML page", "text", …);
+	// it is never quoted (guard.go: an address may be a service that is not
+	// Flink's, whose answer is not for the user to read).
+	BodyBytes int
+	Kind      string
+	Reason    string // what was wrong with it
 }
 
 func (e *NotFlinkError) Error() string {
@@ -72,8 +76,8 @@ func (e *NotFlinkError) Error() string {
 	if e.ContentType != "" {
 		fmt.Fprintf(&b, " with %s", e.ContentType)
 	}
-	if e.Snippet != "" {
-		fmt.Fprintf(&b, " (%q)", e.Snippet)
+	if e.Kind != "" {
+		fmt.Fprintf(&b, " (%s, %d bytes)", e.Kind, e.BodyBytes)
 	}
 	fmt.Fprintf(&b, ": %s; this does not look like Flink's REST API: point StateLab at the JobManager's REST address, the one the Flink web UI is served from (port %d by default)", e.Reason, DefaultRESTPort)
 	return b.String()

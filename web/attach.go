@@ -39,6 +39,10 @@ type AttachConfig struct {
 	// IdleTimeout stops polling a JobManager no page has asked about for
 	// this long (default 1 minute).
 	IdleTimeout time.Duration
+	// Off refuses every attach: statelab serve sets it when the server
+	// listens beyond loopback without --allow-attach, because attach makes
+	// the server read addresses of its own network for whoever asks.
+	Off bool
 }
 
 func (c AttachConfig) withDefaults() AttachConfig {
@@ -201,7 +205,10 @@ func newAttachManager(ctx context.Context, cfg AttachConfig) *attachManager {
 // only to http(s), and answers capped at MaxAnswer bytes.
 func attachHTTPClient(cfg AttachConfig) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext
+	// Never link-local or cloud metadata addresses, checked on the address
+	// dialled (attach/guard.go); no proxy, so that address is the one checked.
+	t.DialContext = attach.GuardDialer(&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext
+	t.Proxy = nil
 	t.TLSHandshakeTimeout = cfg.Timeout
 	t.ResponseHeaderTimeout = cfg.Timeout
 	t.MaxResponseHeaderBytes = 64 << 10
@@ -210,15 +217,8 @@ func attachHTTPClient(cfg AttachConfig) *http.Client {
 	return &http.Client{
 		Timeout:   cfg.Timeout,
 		Transport: &cappedTransport{next: t, max: cfg.MaxAnswer},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return errors.New("stopped after 3 redirects")
-			}
-			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return fmt.Errorf("refused a redirect to %s: only http and https are followed", req.URL.Scheme)
-			}
-			return nil
-		},
+		// Redirects only within the same scheme, host and port.
+		CheckRedirect: attach.SameOriginRedirects,
 	}
 }
 
@@ -566,6 +566,11 @@ func (h *attachHandlers) sameOrigin(w http.ResponseWriter, r *http.Request) bool
 
 func (h *attachHandlers) create(w http.ResponseWriter, r *http.Request) {
 	if !h.sameOrigin(w, r) {
+		return
+	}
+	if h.m.cfg.Off {
+		writeAttachIssue(w, http.StatusForbidden, &AttachIssue{Code: AttachBadArgs, Message: "attach is off on this server: it serves the local network, and attach would let anyone on it make the server read addresses of that network; " +
+			"run StateLab on your own computer (statelab serve) to attach to a JobManager, or whoever runs this server can start it with --allow-attach"})
 		return
 	}
 	var req attachRequest

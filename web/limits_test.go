@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -227,4 +228,38 @@ func TestReplayStopsWhenNobodyWaits(t *testing.T) {
 	_, err := ts.srv.replayEngine(run)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--max-replay-time")
+}
+
+// TestAttachCannotReadTheServersNetwork: finding 5. The attach page's reads
+// never reach a link-local or cloud metadata address, never follow a
+// redirect to another server, and a server that serves the network without
+// --allow-attach refuses attach with a message saying how to turn it on.
+func TestAttachCannotReadTheServersNetwork(t *testing.T) {
+	ts := newTestServer(t, fastAttach)
+	status, created := ts.attachStart(attachBody("http://169.254.169.254/latest/meta-data", "50ms", ""))
+	require.Equal(t, http.StatusCreated, status, created)
+	st := ts.attachState(created["id"].(string), func(st AttachState) bool { return st.Error != nil }, "the refusal")
+	assert.Contains(t, st.Error.Message, "never reads 169.254.169.254")
+
+	secret := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "TOP-SECRET-internal-token=abc123")
+	}))
+	defer secret.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, secret.URL+"/token", http.StatusFound)
+	}))
+	defer redirect.Close()
+	for _, addr := range []string{redirect.URL, secret.URL} {
+		status, created = ts.attachStart(attachBody(addr, "50ms", ""))
+		require.Equal(t, http.StatusCreated, status, created)
+		st = ts.attachState(created["id"].(string), func(st AttachState) bool { return st.Error != nil }, "an error")
+		assert.NotContains(t, st.Error.Message, "TOP-SECRET", "the body is never echoed")
+		assert.Contains(t, st.Error.Message, "JobManager", "it says what to check")
+	}
+
+	off := newTestServer(t, func(c *Config) { fastAttach(c); c.Attach.Off = true })
+	status, m := off.attachStart(attachBody("http://127.0.0.1:8081", "50ms", ""))
+	assert.Equal(t, http.StatusForbidden, status)
+	assert.Contains(t, fmt.Sprint(m["error"]), "--allow-attach")
 }

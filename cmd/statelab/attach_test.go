@@ -217,7 +217,7 @@ func TestAttachErrors(t *testing.T) {
 		{"unreachable", []string{"--flink", deadURL, "--once", "--json"}, 1,
 			[]string{"cannot reach Flink's REST API at " + deadURL, "JobManager is running", "8081"}},
 		{"not Flink", []string{"--flink", html.URL, "--once"}, 1,
-			[]string{"GET " + html.URL + "/jobs answered 200 OK with text/html", "<!DOCTYPE html>", "not JSON"}},
+			[]string{"GET " + html.URL + "/jobs answered 200 OK with text/html", "an HTML page, 48 bytes", "not JSON"}},
 		{"job not listed", []string{"--flink", good, "--once", "--job", strings.Repeat("0", 32)}, 1,
 			[]string{"is not listed by GET /jobs (jobs listed: " + attach20Job + ")"}},
 	}

@@ -38,6 +38,7 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	fs.Int64Var(&lim.ReplaySteps, "max-replay-steps", lim.ReplaySteps, "bound on the steps a share link or an imported scenario replays")
 	fs.IntVar(&lim.Commands, "max-commands", lim.Commands, "bound on the commands one session records (forks and share links replay them)")
 	fs.DurationVar(&lim.ReplayTime, "max-replay-time", lim.ReplayTime, "bound on the computing time of one replay; a share link estimated above it is refused, a replay running over it is stopped")
+	allowAttach := fs.Bool("allow-attach", false, "keep the attach page on when serving beyond this computer (--listen 0.0.0.0:8080); off by default there, since attach makes the server read addresses of its network for whoever asks")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
 	if code, done := parseFlags(fs, args, io); done {
 		return code
@@ -84,7 +85,8 @@ func runServe(ctx context.Context, args []string, io IO) int {
 
 	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, AllowHosts: listenHosts(*addr, net.InterfaceAddrs), Limits: lim, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, MaxClassrooms: *maxClassrooms, Logger: logger,
 		// The Performance page's quick bench times the WebSocket hub too.
-		Perf: web.PerfConfig{WebFanOut: web.MeasureFanOut}})
+		Perf:   web.PerfConfig{WebFanOut: web.MeasureFanOut},
+		Attach: web.AttachConfig{Off: beyondLoopback(*addr) && !*allowAttach}})
 	if err != nil {
 		code, _ := usageError(io, fs.Name(), "%v", err)
 		return code
@@ -161,4 +163,18 @@ func listenHosts(addr string, ifaceAddrs func() ([]net.Addr, error)) []string {
 		}
 	}
 	return out
+}
+
+// beyondLoopback reports whether a server listening on addr can be reached
+// from other machines.
+func beyondLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }

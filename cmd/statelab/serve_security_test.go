@@ -78,3 +78,13 @@ func TestServeBoundsFlags(t *testing.T) {
 		assert.Contains(t, help, strings.TrimPrefix(f, "-"), f)
 	}
 }
+
+func TestAttachIsOffBeyondLoopback(t *testing.T) {
+	assert.False(t, beyondLoopback("127.0.0.1:8080"))
+	assert.False(t, beyondLoopback("localhost:8080"))
+	assert.False(t, beyondLoopback("[::1]:8080"))
+	assert.True(t, beyondLoopback("0.0.0.0:8080"))
+	assert.True(t, beyondLoopback(":8080"))
+	assert.True(t, beyondLoopback("192.168.1.20:8080"))
+	assert.True(t, beyondLoopback("teacher-laptop.local:8080"))
+}
