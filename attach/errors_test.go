@@ -1,9 +1,9 @@
 package attach_test
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
