@@ -1,0 +1,312 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The repository root, from this file's place in it.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// requireTools skips the test (or, with FLINK=1, fails it) when java or mvn
+// is missing.
+func requireTools(t *testing.T) {
+	t.Helper()
+	var missing []string
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("conformance tests need %s on PATH to run Apache Flink (flinkref/); install a JDK 17 and Maven 3.8+", strings.Join(missing, " and "))
+	if os.Getenv("FLINK") == "1" {
+		t.Fatal(msg + " (FLINK=1 requires them)")
+	}
+	t.Skip(msg + "; skipped (set FLINK=1 to require them)")
+}
+
+// flinkref is the built harness: the java command line to run it.
+type flinkref struct {
+	classpath string
+}
+
+var (
+	buildOnce sync.Once
+	built     *flinkref
+	buildErr  error
+)
+
+// buildFlinkref compiles flinkref with Maven once per test binary.
+func buildFlinkref(t *testing.T) *flinkref {
+	t.Helper()
+	requireTools(t)
+	buildOnce.Do(func() {
+		dir := filepath.Join(repoRoot(), "flinkref")
+		args := []string{"-q", "-B", "-f", filepath.Join(dir, "pom.xml"), "package", "-DskipTests"}
+		if p := os.Getenv("FLINKREF_PROFILE"); p != "" {
+			args = append(args, "-P"+p)
+		}
+		start := time.Now()
+		out, err := exec.Command("mvn", args...).CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build flinkref (mvn %s): %v\n%s", strings.Join(args, " "), err, out)
+			return
+		}
+		cp, err := os.ReadFile(filepath.Join(dir, "target", "classpath.txt"))
+		if err != nil {
+			buildErr = fmt.Errorf("read flinkref's classpath (written by mvn package): %w", err)
+			return
+		}
+		built = &flinkref{classpath: filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp))}
+		fmt.Fprintf(os.Stderr, "conformance: flinkref built in %s\n", time.Since(start).Round(time.Millisecond))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
+// javaArgs are the JVM flags: a small heap and the client compiler, which
+// start faster and cost less CPU on a busy machine than the defaults.
+func (f *flinkref) javaArgs(main ...string) []string {
+	return append([]string{"-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f.classpath, "org.statelab.flinkref.Main"}, main...)
+}
+
+// workDir is where batches, inputs and traces go: FLINKREF_KEEP or a
+// temporary directory removed when the tests end.
+var (
+	workOnce sync.Once
+	workPath string
+)
+
+func workDir(t *testing.T) string {
+	t.Helper()
+	workOnce.Do(func() {
+		if d := os.Getenv("FLINKREF_KEEP"); d != "" {
+			workPath, _ = filepath.Abs(d)
+			_ = os.MkdirAll(workPath, 0o755)
+			return
+		}
+		d, err := os.MkdirTemp("", "statelab-conformance-")
+		if err != nil {
+			panic(err)
+		}
+		workPath = d
+	})
+	return workPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if workPath != "" && os.Getenv("FLINKREF_KEEP") == "" {
+		_ = os.RemoveAll(workPath)
+	}
+	os.Exit(code)
+}
+
+// flinkScenario is what flinkref reads for one scenario (see flinkref's
+// Runner): the job spec as StateLab reads it, the input file, and phases.
+type flinkScenario struct {
+	Name                string            `json:"name"`
+	Job                 map[string]any    `json:"job"`
+	Input               string            `json:"input"`
+	TaskManagers        int               `json:"taskManagers,omitempty"`
+	SlotsPerTaskManager int               `json:"slotsPerTaskManager,omitempty"`
+	FlinkConfig         map[string]string `json:"flinkConfig,omitempty"`
+	Phases              []flinkPhase      `json:"phases"`
+}
+
+type flinkPhase struct {
+	Parallelism    map[string]int     `json:"parallelism,omitempty"`
+	Limits         map[string][]int64 `json:"limits,omitempty"`
+	End            string             `json:"end"` // savepoint | finish
+	Faults         []flinkFault       `json:"faults,omitempty"`
+	TimeoutSeconds int                `json:"timeoutSeconds,omitempty"`
+	AwaitFaults    bool               `json:"awaitFaults,omitempty"`
+}
+
+type flinkFault struct {
+	Kind         string `json:"kind"` // throw | stall-checkpoint | tm-lost
+	Task         string `json:"task"`
+	AfterRecords int64  `json:"afterRecords,omitempty"`
+	Checkpoint   int64  `json:"checkpoint,omitempty"`
+	Millis       int64  `json:"millis,omitempty"`
+	TaskManager  int    `json:"taskManager,omitempty"`
+}
+
+// trace is what flinkref wrote for one scenario.
+type trace struct {
+	Name         string                       `json:"name"`
+	Error        string                       `json:"error"`
+	FlinkVersion string                       `json:"flinkVersion"`
+	Phases       []phaseTrace                 `json:"phases"`
+	Committed    map[string][]committedRecord `json:"committed"`
+	Millis       int64                        `json:"millis"`
+}
+
+type phaseTrace struct {
+	Phase             int                `json:"phase"`
+	JobID             string             `json:"jobId"`
+	Savepoint         string             `json:"savepoint"`
+	TimedOut          bool               `json:"timedOut"`
+	FinalStatus       string             `json:"finalStatus"`
+	StatusTransitions []statusTransition `json:"statusTransitions"`
+	Attempts          map[string]int     `json:"attempts"`
+	RestartedSubtasks []string           `json:"restartedSubtasks"`
+	Exceptions        []exceptionEntry   `json:"exceptions"`
+	Checkpoints       checkpointTrace    `json:"checkpoints"`
+	Events            []operatorEvent    `json:"events"`
+	LostTaskManagers  []json.RawMessage  `json:"lostTaskManagers"`
+	Vertices          []vertexTrace      `json:"vertices"`
+	Millis            int64              `json:"millis"`
+}
+
+type statusTransition struct {
+	Status   string `json:"status"`
+	AtMillis int64  `json:"atMillis"`
+}
+
+type exceptionEntry struct {
+	Global    bool   `json:"global"`
+	Task      string `json:"task"`
+	Exception string `json:"exception"`
+	RootCause string `json:"rootCause"`
+}
+
+type checkpointTrace struct {
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Restored  int `json:"restored"`
+	History   []struct {
+		ID        int64  `json:"id"`
+		Status    string `json:"status"`
+		Savepoint bool   `json:"savepoint"`
+		Failure   string `json:"failure"`
+	} `json:"history"`
+}
+
+type vertexTrace struct {
+	Name           string `json:"name"`
+	Parallelism    int    `json:"parallelism"`
+	MaxParallelism int    `json:"maxParallelism"`
+}
+
+type operatorEvent struct {
+	Event          string                    `json:"event"` // open | close
+	Task           string                    `json:"task"`
+	Operator       string                    `json:"operator"`
+	Subtask        int                       `json:"subtask"`
+	Attempt        int                       `json:"attempt"`
+	KeyGroups      *struct{ Start, End int } `json:"keyGroups"`
+	RestoredKeys   map[string]int64          `json:"restoredKeys"`
+	Keys           map[string]int64          `json:"keys"`
+	RestoredSplits []struct {
+		Partition int   `json:"partition"`
+		Offset    int64 `json:"offset"`
+	} `json:"restoredSplits"`
+	OperatorState map[string][]string `json:"operatorState"`
+}
+
+type committedRecord struct {
+	Key   string `json:"key"`
+	Value int64  `json:"value"`
+	Text  string `json:"text"`
+}
+
+// events returns the phase's events of kind for op, the last attempt of
+// each subtask only, by subtask.
+func (p *phaseTrace) lastEvents(kind, op string) map[int]operatorEvent {
+	out := map[int]operatorEvent{}
+	for _, e := range p.Events {
+		if e.Event != kind || e.Operator != op {
+			continue
+		}
+		if prev, ok := out[e.Subtask]; !ok || e.Attempt >= prev.Attempt {
+			out[e.Subtask] = e
+		}
+	}
+	return out
+}
+
+var (
+	batchOnce sync.Once
+	traces    map[string]*trace
+	batchErr  error
+	batchTime time.Duration
+)
+
+// flinkTrace runs the whole catalogue on Flink once (one JVM) and returns
+// the trace of the named scenario.
+func flinkTrace(t *testing.T, name string) *trace {
+	t.Helper()
+	f := buildFlinkref(t)
+	batchOnce.Do(func() {
+		dir := workDir(t)
+		var scs []flinkScenario
+		for _, sc := range catalogue() {
+			scs = append(scs, sc.flink(dir))
+		}
+		b, _ := json.MarshalIndent(map[string]any{"scenarios": scs}, "", "  ")
+		batch := filepath.Join(dir, "batch.json")
+		if err := os.WriteFile(batch, b, 0o644); err != nil {
+			batchErr = err
+			return
+		}
+		out := filepath.Join(dir, "traces")
+		start := time.Now()
+		cmd := exec.Command("java", f.javaArgs("run", batch, out)...)
+		logf, _ := os.Create(filepath.Join(dir, "flinkref.log"))
+		cmd.Stdout, cmd.Stderr = logf, logf
+		err := cmd.Run()
+		logf.Close()
+		batchTime = time.Since(start)
+		fmt.Fprintf(os.Stderr, "conformance: %d scenarios ran on Flink in %s (one JVM)\n", len(scs), batchTime.Round(time.Millisecond))
+		traces = map[string]*trace{}
+		for _, sc := range scs {
+			b, rerr := os.ReadFile(filepath.Join(out, sc.Name+".json"))
+			if rerr != nil {
+				continue
+			}
+			var tr trace
+			if jerr := json.Unmarshal(b, &tr); jerr == nil {
+				traces[sc.Name] = &tr
+			}
+		}
+		if err != nil && len(traces) == 0 {
+			log, _ := os.ReadFile(filepath.Join(dir, "flinkref.log"))
+			batchErr = fmt.Errorf("flinkref run: %v\n%s", err, tail(string(log), 4000))
+		}
+	})
+	if batchErr != nil {
+		t.Fatal(batchErr)
+	}
+	tr := traces[name]
+	if tr == nil {
+		t.Fatalf("flinkref wrote no trace for %s (see flinkref.log; FLINKREF_KEEP=DIR keeps it)", name)
+	}
+	if tr.Error != "" {
+		t.Fatalf("flinkref failed on %s: %s", name, tr.Error)
+	}
+	return tr
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

@@ -1,0 +1,226 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// scenario is one row of the catalogue: a job, its input, and what happens
+// to it, phase by phase, on both StateLab and Flink.
+type scenario struct {
+	name  string
+	claim string // what StateLab claims (and docs/flink-fidelity.md says)
+	// pending, when set, says why StateLab does not follow Flink here yet
+	// and which issue will make it: the test records Flink's side and
+	// reports differences without failing.
+	pending string
+	spec    map[string]any
+	// partitions per source id; lines per source id per phase
+	partitions map[string]int
+	lines      map[string][][]string
+	phases     []phase
+	// cluster shape on Flink (0: one TaskManager with enough slots)
+	taskManagers, slots int
+	// statelabOnlyFlink: StateLab cannot run this scenario yet (why)
+	flinkOnly string
+	check     func(j *judge, sl *slResult, fl *trace)
+}
+
+type phase struct {
+	rescale map[string]int // applied before the phase: operator -> new parallelism
+	// flinkFaults and statelabFaults are the same fault, in each system's terms
+	flinkFaults    []flinkFault
+	statelabFaults []slFault
+	// awaitFaults: end the phase (stop with savepoint) only after its faults fired and the job recovered
+	awaitFaults bool
+}
+
+// slFault is a StateLab command applied once the task has taken in at least
+// afterRecords records.
+type slFault struct {
+	cmd          string // crash-subtask | crash-taskmanager
+	task         string // task watched (and crashed, for crash-subtask)
+	taskManager  string
+	afterRecords int64
+	then         []string // commands after it (e.g. restart-taskmanager)
+}
+
+// genLines makes n lines of words from a small vocabulary, from a fixed seed.
+func genLines(seed uint64, n, words int) []string {
+	vocab := strings.Fields("flink state stream key group barrier checkpoint savepoint window event time watermark task slot operator source sink record offset partition")
+	r := rand.New(rand.NewPCG(seed, 7))
+	out := make([]string, n)
+	for i := range out {
+		w := make([]string, 1+r.IntN(words))
+		for k := range w {
+			w[k] = vocab[r.IntN(len(vocab))]
+		}
+		out[i] = strings.Join(w, " ")
+	}
+	return out
+}
+
+// record is one source record as both systems see it.
+type inputRecord struct {
+	Text string `json:"text"`
+	TS   int64  `json:"ts"`
+}
+
+// layout deals a source's lines, phase after phase, over its partitions:
+// line i (counted over all phases) goes to partition i mod partitions, as
+// StateLab deals options.lines; lines of phase 0 carry timestamp i (as
+// options.lines does), later ones 0 (as injected records do). It returns the
+// records per partition and how many each partition holds after each phase.
+func (sc *scenario) layout(src string) (parts [][]inputRecord, ends [][]int64) {
+	p := sc.partitions[src]
+	parts = make([][]inputRecord, p)
+	i := 0
+	for ph, lines := range sc.lines[src] {
+		for _, l := range lines {
+			ts := int64(0)
+			if ph == 0 {
+				ts = int64(i)
+			}
+			parts[i%p] = append(parts[i%p], inputRecord{Text: l, TS: ts})
+			i++
+		}
+		end := make([]int64, p)
+		for k := range parts {
+			end[k] = int64(len(parts[k]))
+		}
+		ends = append(ends, end)
+	}
+	return parts, ends
+}
+
+func (sc *scenario) sources() []string {
+	var s []string
+	for k := range sc.partitions {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// flink writes the scenario's input file into dir and returns what flinkref reads.
+func (sc *scenario) flink(dir string) flinkScenario {
+	in := map[string][][]inputRecord{}
+	ends := map[string][][]int64{}
+	for _, src := range sc.sources() {
+		in[src], ends[src] = sc.layout(src)
+	}
+	b, _ := json.Marshal(map[string]any{"sources": in})
+	input := filepath.Join(dir, sc.name+".input.json")
+	if err := os.WriteFile(input, b, 0o644); err != nil {
+		panic(err)
+	}
+	fs := flinkScenario{Name: sc.name, Job: sc.specWithSources(false), Input: input, TaskManagers: sc.taskManagers, SlotsPerTaskManager: sc.slots}
+	par := map[string]int{}
+	for i, ph := range sc.phases {
+		for op, p := range ph.rescale {
+			par[op] = p
+		}
+		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults}
+		if i < len(sc.phases)-1 {
+			fp.End = "savepoint"
+			fp.Limits = map[string][]int64{}
+			for _, src := range sc.sources() {
+				e := ends[src]
+				fp.Limits[src] = e[min(i, len(e)-1)]
+			}
+		}
+		fs.Phases = append(fs.Phases, fp)
+	}
+	return fs
+}
+
+// specWithSources is the scenario's job spec with each source's partitions
+// set, and for StateLab (withLines) its first phase's lines: StateLab's
+// topic holds them; Flink's source reads them from the input file.
+func (sc *scenario) specWithSources(withLines bool) map[string]any {
+	spec := deepCopy(sc.spec)
+	// The same cluster on both: Flink's MiniCluster and StateLab's TaskManagers.
+	tms := max(1, sc.taskManagers)
+	spec["cluster"] = map[string]any{"taskManagers": tms, "slotsPerTaskManager": sc.slots}
+	for _, op := range spec["operators"].([]any) {
+		o := op.(map[string]any)
+		if o["kind"] != "source" {
+			continue
+		}
+		id := o["id"].(string)
+		opts, _ := o["options"].(map[string]any)
+		if opts == nil {
+			opts = map[string]any{}
+			o["options"] = opts
+		}
+		opts["partitions"] = sc.partitions[id]
+		if withLines {
+			opts["generator"] = "none"
+			if ls := sc.lines[id]; len(ls) > 0 {
+				opts["lines"] = ls[0]
+			}
+		}
+	}
+	return spec
+}
+
+func copyMap(m map[string]int) map[string]int {
+	c := make(map[string]int, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// judge compares StateLab with Flink field by field. In a pending scenario
+// a difference is logged, not failed.
+type judge struct {
+	t       *testing.T
+	pending string
+	diffs   int
+}
+
+func (j *judge) equal(field string, statelab, flink any) {
+	j.t.Helper()
+	a, _ := json.Marshal(statelab)
+	b, _ := json.Marshal(flink)
+	if string(a) == string(b) {
+		j.t.Logf("%s: same on both: %s", field, short(string(a)))
+		return
+	}
+	j.diffs++
+	msg := fmt.Sprintf("%s differs:\n  StateLab: %s\n  Flink:    %s", field, short(string(a)), short(string(b)))
+	if j.pending != "" {
+		j.t.Logf("%s\n  (pending: %s)", msg, j.pending)
+		return
+	}
+	j.t.Error(msg)
+}
+
+// true checks a property that must hold on one side (Flink's or StateLab's).
+func (j *judge) true(what string, ok bool, detail any) {
+	j.t.Helper()
+	if ok {
+		return
+	}
+	j.diffs++
+	msg := fmt.Sprintf("%s does not hold: %v", what, detail)
+	if j.pending != "" {
+		j.t.Logf("%s (pending: %s)", msg, j.pending)
+		return
+	}
+	j.t.Error(msg)
+}
+
+func short(s string) string {
+	if len(s) > 1500 {
+		return s[:1500] + "…"
+	}
+	return s
+}

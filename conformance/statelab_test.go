@@ -1,0 +1,260 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// slResult is what StateLab's engine did in a scenario, in the same terms as
+// flinkref's trace.
+type slResult struct {
+	phases  []slPhase
+	compare []engine.Comparison
+}
+
+type slPhase struct {
+	// keyGroups per keyed operator, by subtask, once the phase runs
+	keyGroups map[string]map[int]kgRange
+	// restoredKeys: keyed state per keyed operator and subtask right after
+	// the phase's restore (before new records); finalKeys at its end
+	restoredKeys map[string]map[int]map[string]int64
+	finalKeys    map[string]map[int]map[string]int64
+	// restores are the phase's restore events (one per subtask restored)
+	restores []engine.Event
+	// after the phase's fault: job statuses entered, subtasks redeployed
+	statusesAfterFault []string
+	restarted          []string
+	finalStatus        string
+	checkpoints        engine.CheckpointCounts
+}
+
+type kgRange struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// stepsPerPhase bounds each wait; a StateLab step is one delivery, so this
+// is generous for the catalogue's few hundred records.
+const stepsPerPhase = 400_000
+
+// runStateLab runs sc on StateLab's Stepper (the deterministic driver).
+func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
+	t.Helper()
+	spec := sc.specWithSources(true)
+	b, _ := json.Marshal(spec)
+	js, err := engine.LoadSpec(b)
+	if err != nil {
+		return nil, fmt.Errorf("StateLab refuses the job spec: %w", err)
+	}
+	var events []engine.Event
+	s, err := engine.NewStepper(js, engine.Options{RecordEvents: func(e engine.Event) { events = append(events, e) }})
+	if err != nil {
+		return nil, fmt.Errorf("start StateLab: %w", err)
+	}
+	defer s.Close()
+	res := &slResult{}
+	injected := map[string]int{}
+	for src := range sc.lines {
+		if len(sc.lines[src]) > 0 {
+			injected[src] = len(sc.lines[src][0])
+		}
+	}
+	for i, ph := range sc.phases {
+		mark := len(events)
+		var p slPhase
+		if i > 0 {
+			ops := make([]string, 0, len(ph.rescale))
+			for op := range ph.rescale {
+				ops = append(ops, op)
+			}
+			sort.Strings(ops)
+			for _, op := range ops {
+				if err := s.Do(engine.Command{Name: engine.CmdRescale, Operator: op, Parallelism: ph.rescale[op]}); err != nil {
+					return res, fmt.Errorf("phase %d: rescale %s to %d: %w", i, op, ph.rescale[op], err)
+				}
+				if _, err := s.RunUntilDrained(stepsPerPhase); err != nil {
+					return res, fmt.Errorf("phase %d: after rescale %s: %w", i, op, err)
+				}
+			}
+		}
+		// The phase runs: ranges and the state restored, before new records.
+		if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return allRunning(sn) }, stepsPerPhase); err != nil {
+			return res, fmt.Errorf("phase %d: waiting for every subtask to run: %w", i, err)
+		}
+		snap := s.Snapshot()
+		p.keyGroups = keyGroupsOf(&snap)
+		p.restoredKeys = keyedState(t, s, &snap)
+		if i > 0 {
+			for _, src := range sc.sources() {
+				if i >= len(sc.lines[src]) {
+					continue
+				}
+				for _, l := range sc.lines[src][i] {
+					part := injected[src] % sc.partitions[src]
+					injected[src]++
+					if err := s.Do(engine.Command{Name: engine.CmdInject, Operator: src, Partition: part, Text: l}); err != nil {
+						return res, fmt.Errorf("phase %d: inject into %s: %w", i, src, err)
+					}
+				}
+			}
+		}
+		faultMark := len(events)
+		for _, f := range ph.statelabFaults {
+			if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return recordsIn(sn, f.task) >= f.afterRecords }, stepsPerPhase); err != nil {
+				return res, fmt.Errorf("phase %d: waiting for %s to take in %d records: %w", i, f.task, f.afterRecords, err)
+			}
+			faultMark = len(events)
+			tm := f.taskManager
+			if tm == "" && f.cmd == engine.CmdCrashTaskManager {
+				// The TaskManager the watched subtask runs on, as flinkref terminates.
+				sn := s.Snapshot()
+				tm = taskManagerOf(&sn, f.task)
+			}
+			if err := s.Do(engine.Command{Name: f.cmd, Task: f.task, TaskManager: tm}); err != nil {
+				return res, fmt.Errorf("phase %d: %s: %w", i, f.cmd, err)
+			}
+			for _, then := range f.then {
+				if err := s.Do(engine.Command{Name: then, TaskManager: tm}); err != nil {
+					return res, fmt.Errorf("phase %d: %s: %w", i, then, err)
+				}
+			}
+		}
+		_, runErr := s.RunUntilDrained(stepsPerPhase)
+		snap = s.Snapshot()
+		p.finalStatus = string(snap.Job.Status)
+		if runErr != nil && snap.Job.Status != engine.JobFailed {
+			return res, fmt.Errorf("phase %d: run to the end of its input: %w", i, runErr)
+		}
+		p.finalKeys = keyedState(t, s, &snap)
+		p.checkpoints = snap.Checkpoints.Counts
+		deployed := map[string]bool{}
+		for k, e := range events[mark:] {
+			if e.Kind == engine.EvRestore {
+				p.restores = append(p.restores, e)
+			}
+			if mark+k < faultMark || len(ph.statelabFaults) == 0 {
+				continue
+			}
+			switch e.Kind {
+			case engine.EvJobStatus:
+				p.statusesAfterFault = append(p.statusesAfterFault, e.Status)
+			case engine.EvTaskStatus:
+				if e.Status == string(engine.TaskDeploying) {
+					deployed[e.Task] = true
+				}
+			}
+		}
+		for task := range deployed {
+			p.restarted = append(p.restarted, task)
+		}
+		sort.Strings(p.restarted)
+		res.phases = append(res.phases, p)
+		if snap.Job.Status == engine.JobFailed {
+			break
+		}
+	}
+	cmp, err := s.Compare()
+	if err != nil {
+		return res, fmt.Errorf("compare StateLab's sink output with its ground truth: %w", err)
+	}
+	res.compare = cmp
+	return res, nil
+}
+
+func allRunning(sn *engine.Snapshot) bool {
+	if sn.Job.Status != engine.JobRunning {
+		return false
+	}
+	for _, o := range sn.Job.Operators {
+		for _, st := range o.Subtasks {
+			if st.Status != engine.TaskRunning {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func taskManagerOf(sn *engine.Snapshot, task string) string {
+	for _, o := range sn.Job.Operators {
+		for _, st := range o.Subtasks {
+			if st.Name == task {
+				return st.TaskManager
+			}
+		}
+	}
+	return ""
+}
+
+func recordsIn(sn *engine.Snapshot, task string) int64 {
+	for _, o := range sn.Job.Operators {
+		for _, st := range o.Subtasks {
+			if st.Name == task {
+				return st.RecordsIn
+			}
+		}
+	}
+	return 0
+}
+
+func keyGroupsOf(sn *engine.Snapshot) map[string]map[int]kgRange {
+	out := map[string]map[int]kgRange{}
+	for _, o := range sn.Job.Operators {
+		if !o.Keyed {
+			continue
+		}
+		m := map[int]kgRange{}
+		for _, st := range o.Subtasks {
+			if st.KeyGroups != nil {
+				m[st.Index] = kgRange{st.KeyGroups.Start, st.KeyGroups.End}
+			}
+		}
+		out[o.ID] = m
+	}
+	return out
+}
+
+// keyedState reads every count/sum subtask's ValueState through the state
+// inspector.
+func keyedState(t *testing.T, s *engine.Stepper, sn *engine.Snapshot) map[string]map[int]map[string]int64 {
+	t.Helper()
+	out := map[string]map[int]map[string]int64{}
+	for _, o := range sn.Job.Operators {
+		if o.Kind != "count" && o.Kind != "sum" {
+			continue
+		}
+		m := map[int]map[string]int64{}
+		for _, st := range o.Subtasks {
+			v, err := s.TaskState(st.Name, 1_000_000)
+			if err != nil {
+				t.Fatalf("StateLab's state inspector on %s: %v", st.Name, err)
+			}
+			keys := map[string]int64{}
+			for _, e := range v.Keyed {
+				if e.State != o.Kind {
+					continue
+				}
+				n, err := strconv.ParseInt(e.Value, 10, 64)
+				if err != nil {
+					t.Fatalf("StateLab's %s value of %q on %s is %q, not a number", e.State, e.Key, st.Name, e.Value)
+				}
+				keys[e.Key] = n
+			}
+			m[st.Index] = keys
+		}
+		out[o.ID] = m
+	}
+	return out
+}
+
+func deepCopy(m map[string]any) map[string]any {
+	b, _ := json.Marshal(m)
+	var c map[string]any
+	_ = json.Unmarshal(b, &c)
+	return c
+}

@@ -1,0 +1,494 @@
+package org.statelab.flinkref;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.functions.RichFlatMapFunction;
+import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.state.BroadcastState;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ReadOnlyBroadcastState;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.runtime.state.CheckpointableKeyedStateBackend;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.functions.co.BroadcastProcessFunction;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.util.Collector;
+
+/** StateLab's built-in operators (engine/operators.go) written against Flink's DataStream API. */
+final class Ops {
+    private Ops() {}
+
+    static Map<String, Object> event(String kind, String op, int subtask, int attempt) {
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("event", kind);
+        e.put("task", op + "#" + subtask);
+        e.put("operator", op);
+        e.put("subtask", subtask);
+        e.put("attempt", attempt);
+        return e;
+    }
+
+    /** tokenizer: a line's words (ASCII white space), lower-cased, key = word, value 1, the line's timestamp. */
+    static final class Tokenizer extends RichFlatMapFunction<Rec, Rec> {
+        private final String id;
+        private String task;
+
+        Tokenizer(String id) {
+            this.id = id;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            task = id + "#" + i;
+            Trace.event(event("open", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber()));
+        }
+
+        @Override
+        public void flatMap(Rec r, Collector<Rec> out) {
+            Faults.record(task);
+            String s = r.text;
+            int i = 0;
+            while (i < s.length()) {
+                while (i < s.length() && isSpace(s.charAt(i))) {
+                    i++;
+                }
+                int j = i;
+                while (j < s.length() && !isSpace(s.charAt(j))) {
+                    j++;
+                }
+                if (j > i) {
+                    out.collect(new Rec(s.substring(i, j).toLowerCase(Locale.ROOT), 1, "", r.ts));
+                }
+                i = j;
+            }
+        }
+
+        private static boolean isSpace(char c) {
+            return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+        }
+    }
+
+    /** map: fn identity | upper | lower | length. */
+    static final class MapFn extends RichMapFunction<Rec, Rec> {
+        private final String id;
+        private final String fn;
+        private String task;
+
+        MapFn(String id, String fn) {
+            this.id = id;
+            this.fn = fn == null ? "identity" : fn;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            task = id + "#" + getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+        }
+
+        @Override
+        public Rec map(Rec r) {
+            Faults.record(task);
+            Rec o = new Rec(r.key, r.value, r.text, r.ts);
+            switch (fn) {
+                case "upper" -> o.key = r.key.toUpperCase(Locale.ROOT);
+                case "lower" -> o.key = r.key.toLowerCase(Locale.ROOT);
+                case "length" -> o.value = r.key.codePointCount(0, r.key.length());
+                default -> {}
+            }
+            return o;
+        }
+    }
+
+    /** filter: drops keys in exclude and keys shorter than minLength (in code points). */
+    static final class FilterFn extends RichFlatMapFunction<Rec, Rec> {
+        private final String id;
+        private final List<String> exclude;
+        private final int minLength;
+        private String task;
+
+        FilterFn(String id, List<String> exclude, int minLength) {
+            this.id = id;
+            this.exclude = exclude;
+            this.minLength = minLength;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            task = id + "#" + getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+        }
+
+        @Override
+        public void flatMap(Rec r, Collector<Rec> out) {
+            Faults.record(task);
+            if (r.key.codePointCount(0, r.key.length()) >= minLength && !exclude.contains(r.key)) {
+                out.collect(r);
+            }
+        }
+    }
+
+    /**
+     * count / sum: keyed ValueState named "count" / "sum"; each record emits the key's new total. An operator
+     * (not a function) so it can report the key-group range its keyed state backend was given and the keys
+     * it restored.
+     */
+    static final class KeyedAggregate extends AbstractStreamOperator<Rec> implements OneInputStreamOperator<Rec, Rec> {
+        private final String id;
+        private final String stateName;
+        private final boolean count;
+        private transient ValueState<Long> value;
+        private transient String task;
+
+        KeyedAggregate(String id, boolean count) {
+            this.id = id;
+            this.count = count;
+            this.stateName = count ? "count" : "sum";
+        }
+
+        @Override
+        public void initializeState(StateInitializationContext ctx) throws Exception {
+            super.initializeState(ctx);
+        }
+
+        @Override
+        public void open() throws Exception {
+            super.open();
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            task = id + "#" + i;
+            value = getPartitionedState(new ValueStateDescriptor<>(stateName, Types.LONG));
+            Map<String, Object> e = event("open", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
+            KeyGroupRange kg = ((CheckpointableKeyedStateBackend<?>) getKeyedStateBackend()).getKeyGroupRange();
+            e.put("keyGroups", Map.of("start", kg.getStartKeyGroup(), "end", kg.getEndKeyGroup()));
+            e.put("maxParallelism", getRuntimeContext().getTaskInfo().getMaxNumberOfParallelSubtasks());
+            e.put("parallelism", getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks());
+            e.put("restoredKeys", dump());
+            Trace.event(e);
+        }
+
+        /** Every key this subtask holds state for, with its value. */
+        private Map<String, Long> dump() throws Exception {
+            Map<String, Long> out = new TreeMap<>();
+            Object saved = getCurrentKey();
+            List<Object> keys = new ArrayList<>();
+            getKeyedStateBackend().getKeys(stateName, VoidNamespace.INSTANCE).forEach(keys::add);
+            for (Object k : keys) {
+                setCurrentKey(k);
+                Long v = value.value();
+                if (v != null) {
+                    out.put((String) k, v);
+                }
+            }
+            if (saved != null) {
+                setCurrentKey(saved);
+            }
+            return out;
+        }
+
+        @Override
+        public void processElement(StreamRecord<Rec> el) throws Exception {
+            Faults.record(task);
+            Rec r = el.getValue();
+            Long cur = value.value();
+            long v = (cur == null ? 0 : cur) + (count ? 1 : r.value);
+            value.update(v);
+            output.collect(el.replace(new Rec(r.key, v, "", r.ts)));
+        }
+
+        @Override
+        public void snapshotState(StateSnapshotContext ctx) throws Exception {
+            Faults.snapshot(task, ctx.getCheckpointId());
+            super.snapshotState(ctx);
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (value != null) {
+                Map<String, Object> e = event("close", id, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
+                        getRuntimeContext().getTaskInfo().getAttemptNumber());
+                e.put("keys", dump());
+                Trace.event(e);
+            }
+            super.close();
+        }
+    }
+
+    /**
+     * tally: forwards records and keeps this subtask's count in union ListState "tallies"; after a restore
+     * every subtask receives every old subtask's entry (Flink's getUnionListState).
+     */
+    static final class Tally extends RichMapFunction<Rec, Rec> implements CheckpointedFunction {
+        private final String id;
+        private transient ListState<String> list;
+        private transient long baseline;
+        private transient long seen;
+        private transient String task;
+        private transient int index;
+
+        Tally(String id) {
+            this.id = id;
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext ctx) throws Exception {
+            list = ctx.getOperatorStateStore().getUnionListState(new ListStateDescriptor<>("tallies", Types.STRING));
+            index = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            task = id + "#" + index;
+            List<String> restored = new ArrayList<>();
+            long total = 0;
+            if (ctx.isRestored()) {
+                for (String s : list.get()) {
+                    restored.add(s);
+                    total += Long.parseLong(s.replaceAll(".*\"count\":(\\d+).*", "$1"));
+                }
+            }
+            if (index == 0) {
+                baseline = total;
+            }
+            Map<String, Object> e = event("open", id, index, getRuntimeContext().getTaskInfo().getAttemptNumber());
+            e.put("restored", ctx.isRestored());
+            e.put("operatorState", Map.of("tallies", restored));
+            Trace.event(e);
+        }
+
+        @Override
+        public Rec map(Rec r) {
+            Faults.record(task);
+            seen++;
+            return r;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext ctx) throws Exception {
+            Faults.snapshot(task, ctx.getCheckpointId());
+            list.update(List.of("{\"subtask\":" + index + ",\"count\":" + (baseline + seen) + "}"));
+        }
+    }
+
+    /**
+     * broadcast-filter: rules ("block w" / "allow w") from the broadcast input in BroadcastState "rules";
+     * drops main-input records whose key is blocked.
+     */
+    static final class BroadcastFilter extends BroadcastProcessFunction<Rec, Rec, Rec> implements CheckpointedFunction {
+        static final MapStateDescriptor<String, String> RULES =
+                new MapStateDescriptor<>("rules", Types.STRING, Types.STRING);
+        private final String id;
+        private transient String task;
+
+        BroadcastFilter(String id) {
+            this.id = id;
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext ctx) throws Exception {
+            BroadcastState<String, String> st = ctx.getOperatorStateStore().getBroadcastState(RULES);
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            task = id + "#" + i;
+            List<String> restored = new ArrayList<>();
+            for (Map.Entry<String, String> e : st.entries()) {
+                restored.add(e.getKey() + "=" + e.getValue());
+            }
+            restored.sort(null);
+            Map<String, Object> e = event("open", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
+            e.put("restored", ctx.isRestored());
+            e.put("operatorState", Map.of("rules", restored));
+            Trace.event(e);
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext ctx) {
+            Faults.snapshot(task, ctx.getCheckpointId());
+        }
+
+        @Override
+        public void processElement(Rec r, ReadOnlyContext ctx, Collector<Rec> out) throws Exception {
+            Faults.record(task);
+            ReadOnlyBroadcastState<String, String> st = ctx.getBroadcastState(RULES);
+            if (!st.contains(r.key)) {
+                out.collect(r);
+            }
+        }
+
+        @Override
+        public void processBroadcastElement(Rec r, Context ctx, Collector<Rec> out) throws Exception {
+            String t = r.text.trim();
+            String verb = t;
+            String word = "";
+            int sp = t.indexOf(' ');
+            if (sp >= 0) {
+                verb = t.substring(0, sp);
+                word = t.substring(sp + 1).trim().toLowerCase(Locale.ROOT);
+            }
+            if (word.isEmpty()) {
+                word = r.key;
+            }
+            BroadcastState<String, String> st = ctx.getBroadcastState(RULES);
+            switch (verb.toLowerCase(Locale.ROOT)) {
+                case "block" -> st.put(word, "block");
+                case "allow" -> st.remove(word);
+                default -> {}
+            }
+        }
+    }
+
+    /**
+     * sink, exactly-once: a two-phase-commit sink as Flink's TwoPhaseCommitSinkFunction works. Records go
+     * into the current transaction of an external store (Trace's staging area, which survives task failures
+     * as a Kafka transaction does); at a checkpoint's barrier the transaction is pre-committed and kept in
+     * operator ListState "pending-transactions" and a new one begins; when the checkpoint completes, pending
+     * transactions up to it are committed. On restore the pending transactions in the state are committed
+     * (recoverAndCommit) and everything else of the failed attempt is aborted.
+     */
+    static final class TwoPhaseSink extends AbstractStreamOperator<Void> implements OneInputStreamOperator<Rec, Void> {
+        private final String id;
+        private transient ListState<String> state;
+        private transient TreeMap<Long, String> pending;
+        private transient String current;
+        private transient String task;
+        private transient int seq;
+
+        TwoPhaseSink(String id) {
+            this.id = id;
+        }
+
+        @Override
+        public void initializeState(StateInitializationContext ctx) throws Exception {
+            super.initializeState(ctx);
+            state = ctx.getOperatorStateStore().getListState(
+                    new ListStateDescriptor<>("pending-transactions", Types.STRING));
+            pending = new TreeMap<>();
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            int attempt = getRuntimeContext().getTaskInfo().getAttemptNumber();
+            task = id + "#" + i;
+            List<String> restored = new ArrayList<>();
+            List<String> committedNow = new ArrayList<>();
+            if (ctx.isRestored()) {
+                for (String s : state.get()) {
+                    restored.add(s);
+                    String[] p = s.split("@", 2);
+                    if (Staging.commit(id, p[0], Long.parseLong(p[1]))) {
+                        committedNow.add(p[0]);
+                    }
+                }
+            }
+            state.clear();
+            Map<String, Object> e = event("open", id, i, attempt);
+            e.put("restored", ctx.isRestored());
+            e.put("operatorState", Map.of("pending-transactions", restored));
+            e.put("committedOnRestore", committedNow);
+            Trace.event(e);
+            current = begin();
+        }
+
+        private String begin() {
+            return task + "-a" + getRuntimeContext().getTaskInfo().getAttemptNumber() + "-" + Trace.phase + "-t" + (seq++);
+        }
+
+        @Override
+        public void processElement(StreamRecord<Rec> el) {
+            Faults.record(task);
+            Staging.write(current, el.getValue());
+        }
+
+        @Override
+        public void snapshotState(StateSnapshotContext ctx) throws Exception {
+            Faults.snapshot(task, ctx.getCheckpointId());
+            pending.put(ctx.getCheckpointId(), current);
+            current = begin();
+            List<String> l = new ArrayList<>();
+            pending.forEach((cp, txn) -> l.add(txn + "@" + cp));
+            state.update(l);
+            super.snapshotState(ctx);
+        }
+
+        @Override
+        public void notifyCheckpointComplete(long id) throws Exception {
+            super.notifyCheckpointComplete(id);
+            var it = pending.headMap(id, true).entrySet().iterator();
+            while (it.hasNext()) {
+                var e = it.next();
+                Staging.commit(this.id, e.getValue(), e.getKey());
+                it.remove();
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (current != null) {
+                Staging.abort(current);
+            }
+            super.close();
+        }
+    }
+
+    /** sink, at-least-once: writes each record as it arrives. */
+    static final class AtLeastOnceSink extends AbstractStreamOperator<Void> implements OneInputStreamOperator<Rec, Void> {
+        private final String id;
+        private transient String task;
+
+        AtLeastOnceSink(String id) {
+            this.id = id;
+        }
+
+        @Override
+        public void open() throws Exception {
+            super.open();
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            task = id + "#" + i;
+            Trace.event(event("open", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber()));
+        }
+
+        @Override
+        public void processElement(StreamRecord<Rec> el) {
+            Faults.record(task);
+            Trace.commit(id, null, 0, List.of(el.getValue()));
+        }
+    }
+
+    /** The external system a two-phase sink writes to: open transactions' records, committed at most once. */
+    static final class Staging {
+        private static final Map<String, List<Rec>> open = new LinkedHashMap<>();
+
+        static synchronized void write(String txn, Rec r) {
+            open.computeIfAbsent(txn, k -> new ArrayList<>()).add(r);
+        }
+
+        static boolean commit(String sink, String txn, long checkpoint) {
+            List<Rec> recs;
+            synchronized (Staging.class) {
+                recs = open.remove(txn);
+            }
+            return Trace.commit(sink, txn, checkpoint, recs == null ? List.of() : recs);
+        }
+
+        static synchronized void abort(String txn) {
+            open.remove(txn);
+        }
+
+        static synchronized void reset() {
+            open.clear();
+        }
+    }
+
+    static List<String> sorted(Iterable<String> it) {
+        TreeSet<String> s = new TreeSet<>();
+        it.forEach(s::add);
+        return new ArrayList<>(s);
+    }
+}

@@ -1,0 +1,491 @@
+package org.statelab.flinkref;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.JobManagerOptions;
+import org.apache.flink.configuration.RestOptions;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.checkpoint.AbstractCheckpointStats;
+import org.apache.flink.runtime.checkpoint.CheckpointStatsSnapshot;
+import org.apache.flink.runtime.checkpoint.FailedCheckpointStats;
+import org.apache.flink.runtime.checkpoint.RestoredCheckpointStats;
+import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
+import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
+import org.apache.flink.runtime.executiongraph.AccessExecutionVertex;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.jobgraph.SavepointRestoreSettings;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.runtime.scheduler.ExecutionGraphInfo;
+import org.apache.flink.runtime.scheduler.exceptionhistory.ExceptionHistoryEntry;
+import org.apache.flink.runtime.scheduler.exceptionhistory.RootExceptionHistoryEntry;
+import org.apache.flink.runtime.taskmanager.TaskManagerLocation;
+import org.apache.flink.runtime.util.EnvironmentInformation;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraph;
+
+/**
+ * Runs one scenario: a StateLab job spec on a fresh MiniCluster, phase by phase (a phase is one Flink job
+ * execution; the next phase restores from the savepoint the previous one stopped with), with the phase's
+ * faults, and returns the trace.
+ */
+final class Runner {
+    private final JsonNode sc;
+    private final File work;
+    private MiniCluster mc;
+
+    private final Pool pool;
+
+    Runner(JsonNode scenario, File work, Pool pool) {
+        this.sc = scenario;
+        this.work = work;
+        this.pool = pool;
+    }
+
+    /**
+     * The MiniCluster scenarios run on: one is kept while consecutive scenarios ask for the same number of
+     * TaskManagers and slots, so a batch pays for a cluster's start once.
+     */
+    static final class Pool implements AutoCloseable {
+        private MiniCluster mc;
+        private String shape;
+
+        MiniCluster get(int tms, int slots) throws Exception {
+            String want = tms + "x" + slots;
+            if (mc != null && want.equals(shape)) {
+                return mc;
+            }
+            close();
+            Configuration conf = new Configuration();
+            conf.set(RestOptions.BIND_PORT, "0");
+            conf.set(RestOptions.ADDRESS, "127.0.0.1");
+            conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
+            mc = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
+                    .setNumTaskManagers(tms).setNumSlotsPerTaskManager(slots).build());
+            mc.start();
+            shape = want;
+            return mc;
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (mc != null) {
+                mc.closeAsync().get(60, TimeUnit.SECONDS);
+                mc = null;
+            }
+        }
+    }
+
+    /** Flink's configuration for the job, from the StateLab spec. Only what the spec sets is set. */
+    static Configuration jobConfig(JsonNode spec, JsonNode extra, File checkpointDir) {
+        Map<String, String> m = new HashMap<>();
+        JsonNode cp = spec.path("checkpointing");
+        long interval = Specs.millis(cp.path("interval"), 0);
+        if (interval > 0) {
+            m.put(CheckpointingOptions.CHECKPOINTING_INTERVAL.key(), interval + " ms");
+        }
+        String mode = cp.path("mode").asText("");
+        if (!mode.isEmpty()) {
+            m.put(CheckpointingOptions.CHECKPOINTING_CONSISTENCY_MODE.key(),
+                    mode.equals("at-least-once") ? "AT_LEAST_ONCE" : "EXACTLY_ONCE");
+        }
+        long timeout = Specs.millis(cp.path("timeout"), 0);
+        if (timeout > 0) {
+            m.put(CheckpointingOptions.CHECKPOINTING_TIMEOUT.key(), timeout + " ms");
+        }
+        long pause = Specs.millis(cp.path("minPause"), 0);
+        if (pause > 0) {
+            m.put(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS.key(), pause + " ms");
+        }
+        if (cp.path("retained").asInt(0) > 0) {
+            m.put(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS.key(), cp.path("retained").asText());
+        }
+        if (cp.has("tolerableFailedCheckpoints")) {
+            m.put(CheckpointingOptions.TOLERABLE_FAILURE_NUMBER.key(), cp.path("tolerableFailedCheckpoints").asText());
+        }
+        switch (spec.path("backend").asText("memory")) {
+            case "pebble" -> {
+                m.put(StateBackendOptions.STATE_BACKEND.key(), "rocksdb");
+                m.put(CheckpointingOptions.CHECKPOINT_STORAGE.key(), "filesystem");
+                m.put(CheckpointingOptions.INCREMENTAL_CHECKPOINTS.key(), String.valueOf(cp.path("incremental").asBoolean()));
+            }
+            case "fs" -> {
+                m.put(StateBackendOptions.STATE_BACKEND.key(), "hashmap");
+                m.put(CheckpointingOptions.CHECKPOINT_STORAGE.key(), "filesystem");
+            }
+            default -> {
+                m.put(StateBackendOptions.STATE_BACKEND.key(), "hashmap");
+                m.put(CheckpointingOptions.CHECKPOINT_STORAGE.key(), "jobmanager");
+            }
+        }
+        m.put(CheckpointingOptions.CHECKPOINTS_DIRECTORY.key(), checkpointDir.toURI().toString());
+        if (cp.has("tolerableFailed")) {
+            m.put(CheckpointingOptions.TOLERABLE_FAILURE_NUMBER.key(), cp.path("tolerableFailed").asText());
+        }
+        String failover = spec.path("cluster").path("failover").asText("");
+        if (!failover.isEmpty()) {
+            m.put(JobManagerOptions.EXECUTION_FAILOVER_STRATEGY.key(), failover);
+        }
+        // The restart strategy: only what the spec sets, so an empty strategy leaves Flink's own default
+        // (RestartBackoffTimeStrategyFactoryLoader: none without checkpointing, exponential-delay with it).
+        JsonNode r = spec.path("restart");
+        String strategy = r.path("strategy").asText("");
+        long delay = Specs.millis(r.path("delay"), 0);
+        int attempts = r.path("attempts").asInt(0);
+        if (!strategy.isEmpty()) {
+            m.put(RestartStrategyOptions.RESTART_STRATEGY.key(), strategy);
+        }
+        switch (strategy) {
+            case "fixed-delay" -> {
+                putIf(m, attempts > 0, RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS.key(), attempts);
+                putIf(m, delay > 0, RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY.key(), delay + " ms");
+            }
+            case "failure-rate" -> {
+                putIf(m, attempts > 0,
+                        RestartStrategyOptions.RESTART_STRATEGY_FAILURE_RATE_MAX_FAILURES_PER_INTERVAL.key(), attempts);
+                putIf(m, delay > 0, RestartStrategyOptions.RESTART_STRATEGY_FAILURE_RATE_DELAY.key(), delay + " ms");
+                long iv = Specs.millis(r.path("interval"), 0);
+                putIf(m, iv > 0, RestartStrategyOptions.RESTART_STRATEGY_FAILURE_RATE_FAILURE_RATE_INTERVAL.key(), iv + " ms");
+            }
+            case "exponential-delay" -> {
+                putIf(m, attempts > 0, RestartStrategyOptions.RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS.key(), attempts);
+                putIf(m, delay > 0,
+                        RestartStrategyOptions.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF.key(), delay + " ms");
+                long mb = Specs.millis(r.path("maxBackoff"), 0);
+                putIf(m, mb > 0, RestartStrategyOptions.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF.key(), mb + " ms");
+                double mul = r.path("multiplier").asDouble(0);
+                putIf(m, mul > 0, RestartStrategyOptions.RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER.key(), mul);
+                double jit = r.path("jitter").asDouble(0);
+                putIf(m, jit != 0, RestartStrategyOptions.RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR.key(),
+                        Math.max(0, jit));
+                long rt = Specs.millis(r.path("resetThreshold"), 0);
+                putIf(m, rt > 0,
+                        RestartStrategyOptions.RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD.key(), rt + " ms");
+            }
+            default -> {}
+        }
+        if (extra != null) {
+            extra.fields().forEachRemaining(e -> m.put(e.getKey(), e.getValue().asText()));
+        }
+        return Configuration.fromMap(m);
+    }
+
+    private static void putIf(Map<String, String> m, boolean cond, String key, Object value) {
+        if (cond) {
+            m.put(key, String.valueOf(value));
+        }
+    }
+
+    Map<String, Object> run() throws Exception {
+        Trace.reset();
+        Ops.Staging.reset();
+        PartitionSource.progress.clear();
+        PartitionSource.limits.clear();
+        JsonNode spec = sc.path("job");
+        String input = sc.path("input").asText();
+        int tms = sc.path("taskManagers").asInt(spec.path("cluster").path("taskManagers").asInt(1));
+        int slots = sc.path("slotsPerTaskManager").asInt(spec.path("cluster").path("slotsPerTaskManager").asInt(0));
+        if (slots <= 0) {
+            slots = 1;
+            for (JsonNode o : spec.path("operators")) {
+                slots = Math.max(slots, o.path("parallelism").asInt(1));
+            }
+            for (JsonNode ph : sc.path("phases")) {
+                for (JsonNode p : ph.path("parallelism")) {
+                    slots = Math.max(slots, p.asInt());
+                }
+            }
+        }
+        Map<String, Object> trace = new LinkedHashMap<>();
+        trace.put("name", sc.path("name").asText());
+        trace.put("flinkVersion", EnvironmentInformation.getVersion());
+        trace.put("taskManagers", tms);
+        trace.put("slotsPerTaskManager", slots);
+        List<Object> phases = new ArrayList<>();
+        trace.put("phases", phases);
+        long t0 = System.nanoTime();
+        boolean loses = false;
+        for (JsonNode ph : sc.path("phases")) {
+            for (JsonNode f : ph.path("faults")) {
+                loses |= "tm-lost".equals(f.path("kind").asText());
+            }
+        }
+        mc = pool.get(tms, slots);
+        trace.put("clusterStartMillis", (System.nanoTime() - t0) / 1_000_000);
+        try {
+            String restore = null;
+            int i = 0;
+            for (JsonNode ph : sc.path("phases")) {
+                Map<String, Object> pt = runPhase(i, ph, spec, input, restore);
+                phases.add(pt);
+                restore = (String) pt.get("savepoint");
+                i++;
+                if (!"FINISHED".equals(pt.get("finalStatus")) && restore == null) {
+                    break;
+                }
+            }
+        } finally {
+            if (loses) {
+                // A TaskManager was terminated: the next scenario gets a fresh cluster.
+                pool.close();
+            }
+        }
+        trace.put("committed", Trace.committed());
+        trace.put("millis", (System.nanoTime() - t0) / 1_000_000);
+        return trace;
+    }
+
+    private Map<String, Object> runPhase(int index, JsonNode ph, JsonNode spec, String input, String restore)
+            throws Exception {
+        Trace.phase = index;
+        Trace.resetProcessed();
+        List<Faults.Fault> faults = new ArrayList<>();
+        for (JsonNode f : ph.path("faults")) {
+            Faults.Fault x = new Faults.Fault();
+            x.kind = f.path("kind").asText();
+            x.task = f.path("task").asText();
+            x.afterRecords = f.path("afterRecords").asLong(0);
+            x.checkpoint = f.path("checkpoint").asLong(0);
+            x.millis = f.path("millis").asLong(0);
+            x.taskManager = f.path("taskManager").asInt(0);
+            faults.add(x);
+        }
+        Faults.set(faults);
+        PartitionSource.limits.clear();
+        ph.path("limits").fields().forEachRemaining(e -> {
+            long[] l = new long[e.getValue().size()];
+            for (int k = 0; k < l.length; k++) {
+                l[k] = e.getValue().get(k).asLong();
+            }
+            PartitionSource.limits.put(e.getKey(), l);
+        });
+        Map<String, Integer> par = new HashMap<>();
+        ph.path("parallelism").fields().forEachRemaining(e -> par.put(e.getKey(), e.getValue().asInt()));
+
+        File cpDir = new File(work, sc.path("name").asText() + "/checkpoints-" + index);
+        Files.createDirectories(cpDir.toPath());
+        Configuration conf = jobConfig(spec, sc.path("flinkConfig"), cpDir);
+        StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
+        JobBuilder.build(env, spec, input, par);
+        StreamGraph sg = env.getStreamGraph();
+        sg.setJobName(spec.path("name").asText("job"));
+        if (restore != null) {
+            sg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(restore, false));
+        }
+        JobGraph jg = sg.getJobGraph();
+        JobID id = jg.getJobID();
+        Map<String, Object> pt = new LinkedHashMap<>();
+        pt.put("phase", index);
+        pt.put("jobId", id.toHexString());
+        if (restore != null) {
+            pt.put("restoredFrom", restore);
+        }
+        long start = System.nanoTime();
+        mc.submitJob(jg).get(60, TimeUnit.SECONDS);
+        List<Map<String, Object>> transitions = new ArrayList<>();
+        JobStatus last = null;
+        String end = ph.path("end").asText("finish");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(ph.path("timeoutSeconds").asLong(120));
+        boolean stopping = false;
+        List<Object> lost = new ArrayList<>();
+        while (true) {
+            JobStatus st = mc.getJobStatus(id).get(10, TimeUnit.SECONDS);
+            if (st != last) {
+                transitions.add(Map.of("status", st.name(), "atMillis", (System.nanoTime() - start) / 1_000_000));
+                last = st;
+            }
+            if (st.isGloballyTerminalState()) {
+                break;
+            }
+            for (Faults.Fault f : faults) {
+                if ("tm-lost".equals(f.kind) && Trace.processedSoFar(f.task) >= f.afterRecords
+                        && f.fired.compareAndSet(false, true)) {
+                    lost.add(loseTaskManager(id, f));
+                }
+            }
+            boolean faultsDone = !ph.path("awaitFaults").asBoolean(false) || faults.stream().allMatch(f -> f.fired.get());
+            long runningFor = (System.nanoTime() - start) / 1_000_000
+                    - (long) transitions.get(transitions.size() - 1).get("atMillis");
+            if ("savepoint".equals(end) && !stopping && st == JobStatus.RUNNING && limitsReached(input) && faultsDone
+                    && (!ph.path("awaitFaults").asBoolean(false) || runningFor > 1000)) {
+                File spDir = new File(work, sc.path("name").asText() + "/savepoints");
+                try {
+                    String path = mc.stopWithSavepoint(id, spDir.toURI().toString(), false,
+                            SavepointFormatType.CANONICAL).get(120, TimeUnit.SECONDS);
+                    pt.put("savepoint", path);
+                    stopping = true;
+                } catch (Exception e) {
+                    // Not every task runs yet (a region is restarting): try again shortly.
+                    pt.put("savepointRetries", ((Integer) pt.getOrDefault("savepointRetries", 0)) + 1);
+                    Thread.sleep(200);
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                pt.put("timedOut", true);
+                pt.put("sourceProgress", new java.util.TreeMap<>(PartitionSource.progress));
+                mc.cancelJob(id).get(30, TimeUnit.SECONDS);
+                deadline = Long.MAX_VALUE;
+            }
+            Thread.sleep(5);
+        }
+        mc.requestJobResult(id).get(60, TimeUnit.SECONDS);
+        pt.put("statusTransitions", transitions);
+        pt.put("finalStatus", last.name());
+        if (!lost.isEmpty()) {
+            pt.put("lostTaskManagers", lost);
+        }
+        describe(mc.getExecutionGraphInfo(id).get(30, TimeUnit.SECONDS), pt);
+        pt.put("events", Trace.events(index));
+        pt.put("millis", (System.nanoTime() - start) / 1_000_000);
+        return pt;
+    }
+
+    /** Whether every partition held back by the phase's limits has been read up to its limit. */
+    private boolean limitsReached(String input) {
+        for (Map.Entry<String, long[]> e : PartitionSource.limits.entrySet()) {
+            List<List<Rec>> parts = InputStore.partitions(input, e.getKey());
+            for (int p = 0; p < e.getValue().length; p++) {
+                long want = Math.min(e.getValue()[p], parts.get(p).size());
+                if (want > 0 && PartitionSource.progress.getOrDefault(e.getKey() + "/" + p, 0L) < want) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /** Terminates a TaskManager and notes which subtasks ran on it. */
+    private Map<String, Object> loseTaskManager(JobID id, Faults.Fault f) throws Exception {
+        AccessExecutionGraph g = mc.getExecutionGraph(id).get(10, TimeUnit.SECONDS);
+        Map<String, List<String>> byTm = new LinkedHashMap<>();
+        for (AccessExecutionVertex v : g.getAllExecutionVertices()) {
+            TaskManagerLocation loc = v.getCurrentAssignedResourceLocation();
+            if (loc != null) {
+                byTm.computeIfAbsent(loc.getResourceID().toString(), k -> new ArrayList<>()).add(taskName(v));
+            }
+        }
+        mc.terminateTaskManager(f.taskManager).get(30, TimeUnit.SECONDS);
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("index", f.taskManager);
+        m.put("trigger", f.task + " after " + f.afterRecords + " records");
+        m.put("subtasksByTaskManager", byTm);
+        if (f.millis >= 0) {
+            // A replacement TaskManager, as a resource manager would start one.
+            mc.startTaskManager();
+        }
+        return m;
+    }
+
+    static String taskName(AccessExecutionVertex v) {
+        // "Source: source (1/2)" -> "source#0": StateLab's task names (a FLIP-27 source's vertex name
+        // carries the "Source: " prefix).
+        String n = v.getTaskNameWithSubtaskIndex();
+        int k = n.indexOf(" (");
+        n = k > 0 ? n.substring(0, k) : n;
+        if (n.startsWith("Source: ")) {
+            n = n.substring("Source: ".length());
+        }
+        return n + "#" + v.getParallelSubtaskIndex();
+    }
+
+    private static void describe(ExecutionGraphInfo info, Map<String, Object> pt) {
+        AccessExecutionGraph g = info.getArchivedExecutionGraph();
+        List<Object> vertices = new ArrayList<>();
+        List<String> restarted = new ArrayList<>();
+        Map<String, Integer> attempts = new LinkedHashMap<>();
+        for (AccessExecutionJobVertex jv : g.getVerticesTopologically()) {
+            Map<String, Object> v = new LinkedHashMap<>();
+            v.put("name", jv.getName());
+            v.put("parallelism", jv.getParallelism());
+            v.put("maxParallelism", jv.getMaxParallelism());
+            List<Object> subs = new ArrayList<>();
+            for (AccessExecutionVertex ev : jv.getTaskVertices()) {
+                int a = ev.getCurrentExecutionAttempt().getAttemptNumber();
+                String t = taskName(ev);
+                attempts.put(t, a);
+                if (a > 0) {
+                    restarted.add(t);
+                }
+                subs.add(Map.of("subtask", ev.getParallelSubtaskIndex(), "attempt", a, "status",
+                        ev.getExecutionState().name()));
+            }
+            v.put("subtasks", subs);
+            vertices.add(v);
+        }
+        pt.put("vertices", vertices);
+        pt.put("attempts", attempts);
+        pt.put("restartedSubtasks", restarted);
+        List<Object> ex = new ArrayList<>();
+        for (RootExceptionHistoryEntry e : info.getExceptionHistory()) {
+            ex.add(exception(e, true));
+        }
+        pt.put("exceptions", ex);
+        CheckpointStatsSnapshot cs = g.getCheckpointStatsSnapshot();
+        Map<String, Object> c = new LinkedHashMap<>();
+        if (cs != null) {
+            c.put("completed", cs.getCounts().getNumberOfCompletedCheckpoints());
+            c.put("failed", cs.getCounts().getNumberOfFailedCheckpoints());
+            c.put("restored", cs.getCounts().getNumberOfRestoredCheckpoints());
+            c.put("total", cs.getCounts().getTotalNumberOfCheckpoints());
+            List<Object> h = new ArrayList<>();
+            for (AbstractCheckpointStats s : cs.getHistory().getCheckpoints()) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("id", s.getCheckpointId());
+                m.put("status", s.getStatus().name());
+                m.put("savepoint", s.getProperties().isSavepoint());
+                if (s instanceof FailedCheckpointStats f && f.getFailureMessage() != null) {
+                    m.put("failure", f.getFailureMessage());
+                }
+                h.add(0, m);
+            }
+            c.put("history", h);
+            RestoredCheckpointStats r = cs.getLatestRestoredCheckpoint();
+            if (r != null) {
+                c.put("latestRestored", Map.of("id", r.getCheckpointId(), "savepoint", r.getProperties().isSavepoint()));
+            }
+        }
+        pt.put("checkpoints", c);
+    }
+
+    private static Map<String, Object> exception(ExceptionHistoryEntry e, boolean root) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("global", e.isGlobal());
+        if (e.getFailingTaskName() != null) {
+            m.put("task", e.getFailingTaskName());
+        }
+        String msg = e.getExceptionAsString();
+        int nl = msg.indexOf('\n');
+        m.put("exception", nl > 0 ? msg.substring(0, nl) : msg);
+        Throwable cause = e.getException().deserializeError(Runner.class.getClassLoader());
+        while (cause.getCause() != null && !(cause instanceof Faults.InjectedFailure)) {
+            cause = cause.getCause();
+        }
+        m.put("rootCause", cause.getClass().getName() + ": " + cause.getMessage());
+        if (e.getTaskManagerLocation() != null) {
+            m.put("taskManager", String.valueOf(e.getTaskManagerLocation().getResourceID()));
+        }
+        if (root && e instanceof RootExceptionHistoryEntry r) {
+            List<Object> conc = new ArrayList<>();
+            for (ExceptionHistoryEntry c : r.getConcurrentExceptions()) {
+                conc.add(exception(c, false));
+            }
+            if (!conc.isEmpty()) {
+                m.put("concurrent", conc);
+            }
+        }
+        return m;
+    }
+}
