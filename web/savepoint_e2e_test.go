@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,4 +116,29 @@ func TestBrowserSavepointKeyGroupStripSizedByBytes(t *testing.T) {
 	assert.Equal(t, fills[0], fills[1])
 	assert.NotEqual(t, fills[1], fills[2])
 	assert.Contains(t, eval[string](b, `document.querySelector('.sp-operator').textContent`), "最大并行度 4")
+}
+
+// With a savepoint shown and a plan drawn, the page fits a phone and a laptop
+// and axe-core finds no WCAG 2.1 AA violation, in both languages.
+func TestBrowserSavepointReportFitsAndIsAccessible(t *testing.T) {
+	path, _ := sharedKafkaMetadata(t)
+	keyed := keyedMetadataFile(t)
+	b := newBrowser(t)
+	j := newJourney(b, "savepoint")
+	for _, size := range [][2]int64{{390, 844}, {1280, 800}} {
+		for _, lang := range []string{"en", "zh"} {
+			for _, file := range []string{path, keyed} {
+				j.run(chromedp.EmulateViewport(size[0], size[1]), chromedp.Navigate(j.url+"/savepoint?lang="+lang))
+				j.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
+				j.run(chromedp.SetUploadFiles(chromedp.CSS(`#sp-file`), []string{file}))
+				j.waitJS(30*time.Second, "the report", `document.querySelectorAll('.sp-operator').length > 0`)
+				j.clickLive(`#sp-plan-go`)
+				j.waitJS(20*time.Second, "the plan", `document.querySelectorAll('#sp-plan-table tbody tr').length === 2`)
+				name := fmt.Sprintf("/savepoint %s %s at %dx%d", filepath.Base(file), lang, size[0], size[1])
+				j.fits(name)
+				j.accessible(name)
+			}
+		}
+	}
+	j.window("390-plan")
 }

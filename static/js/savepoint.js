@@ -121,25 +121,21 @@ function renderSummary(rep) {
 }
 
 // The operators as boxes, in the order the file lists them: _metadata holds
-// no edges (the job graph is not saved), so they are not joined.
+// no edges (the job graph is not saved), so they are not joined. Each box is a
+// button that scrolls to the operator's details.
 function renderGraph(rep) {
   clear(graphEl).hidden = false;
   graphEl.append(h('h2', {}, t('savepoint.graphTitle')), h('p', { class: 'hint' }, t('savepoint.graphHint')));
-  const w = 250, gap = 16, hgt = 78;
-  const svg = s('svg', { class: 'sp-graph-svg', viewBox: `0 0 ${rep.operators.length * (w + gap)} ${hgt + 4}`, role: 'img', 'aria-label': t('savepoint.graphTitle') });
-  rep.operators.forEach((op, i) => {
-    const x = i * (w + gap) + 2;
-    const g = s('g', { class: 'sp-node', 'data-operator': op.id },
-      s('rect', { x, y: 2, width: w, height: hgt, rx: 6, class: op.stateBytes > 0 ? 'stateful' : 'stateless' }),
-      s('text', { x: x + 8, y: 20, class: 'name' }, opLabel(op)),
-      s('text', { x: x + 8, y: 38 }, t('savepoint.nodeParallelism', { p: op.parallelism, max: op.maxParallelism })),
-      s('text', { x: x + 8, y: 56 }, t('savepoint.nodeState', { size: bytes(op.stateBytes) })),
-    );
-    if (op.coordinatorBytes > 0) g.append(s('text', { x: x + 8, y: 74 }, t('savepoint.nodeCoordinator', { size: bytes(op.coordinatorBytes) })));
-    g.addEventListener('click', () => $(`sp-op-${op.id}`)?.scrollIntoView({ behavior: 'smooth' }));
-    svg.append(g);
-  });
-  graphEl.append(h('div', { class: 'sp-graph-scroll' }, svg));
+  const row = h('div', { class: 'sp-graph-row' });
+  for (const op of rep.operators) {
+    row.append(h('button', { type: 'button', class: op.stateBytes > 0 ? 'sp-node stateful' : 'sp-node', 'data-operator': op.id,
+      onclick: () => $(`sp-op-${op.id}`)?.scrollIntoView({ behavior: 'smooth' }) },
+      h('strong', { class: 'name' }, opLabel(op)),
+      h('span', {}, t('savepoint.nodeParallelism', { p: op.parallelism, max: op.maxParallelism })),
+      h('span', {}, t('savepoint.nodeState', { size: bytes(op.stateBytes) })),
+      op.coordinatorBytes > 0 ? h('span', {}, t('savepoint.nodeCoordinator', { size: bytes(op.coordinatorBytes) })) : null));
+  }
+  graphEl.append(row);
 }
 
 function renderOperator(op) {
@@ -214,8 +210,8 @@ function renderList(l) {
     t('savepoint.elements', { n: l.elements, size: bytes(l.bytes) })));
   if (l.values && l.values.length) {
     const ol = h('ol', { class: 'sp-values', start: 0 });
-    for (const v of l.values.slice(0, 50)) ol.append(h('li', { class: 'sp-value' }, h('span', { class: 'muted' }, v.type || ''), ' ', valueText(v)));
-    if (l.values.length > 50) ol.append(h('li', { class: 'muted' }, t('savepoint.more', { n: l.values.length - 50 })));
+    for (const v of l.values.slice(0, 20)) ol.append(h('li', { class: 'sp-value' }, h('span', { class: 'muted' }, v.type || ''), ' ', valueText(v)));
+    if (l.values.length > 20) ol.append(h('li', { class: 'muted' }, t('savepoint.more', { n: l.values.length - 20 })));
     box.append(ol);
   }
   if (l.notDecoded) box.append(h('p', { class: 'hint' }, t('savepoint.notDecoded', { reason: l.notDecoded })));
