@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -268,7 +269,10 @@ func flinkTrace(t *testing.T, name string) *trace {
 		}
 		out := filepath.Join(dir, "traces")
 		start := time.Now()
-		cmd := exec.Command("java", f.javaArgs("run", batch, out)...)
+		// Bounded, so a hung Flink never outlives the test binary.
+		ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "java", f.javaArgs("run", batch, out)...)
 		logf, _ := os.Create(filepath.Join(dir, "flinkref.log"))
 		cmd.Stdout, cmd.Stderr = logf, logf
 		err := cmd.Run()

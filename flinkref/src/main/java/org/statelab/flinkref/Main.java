@@ -14,8 +14,10 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.Serializa
  *   run BATCH.json OUTDIR      run every scenario of BATCH ({"scenarios": [...]}) one after another in this
  *                              JVM, each on a fresh MiniCluster; write OUTDIR/NAME.json per scenario
  *   serve SCENARIO.json        start a MiniCluster with its REST API on 127.0.0.1 (port: the scenario's
- *                              restPort, 0 = any free), run the scenario's first phase and keep it running;
- *                              print "rest=URL job=ID" once the job runs; stop when stdin closes
+ *                              restPort, 0 = any free), run the scenario's job held at its input's end so it
+ *                              keeps running (and checkpointing); once every keyed subtask has opened print
+ *                              one JSON line {"rest": URL, "job": ID, "keyGroups": {op: [{subtask, start,
+ *                              end}]}}; stop when stdin closes
  * </pre>
  */
 public final class Main {

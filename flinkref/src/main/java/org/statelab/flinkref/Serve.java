@@ -56,14 +56,51 @@ final class Serve {
             JobGraph jg = sg.getJobGraph();
             JobID id = jg.getJobID();
             mc.submitJob(jg).get(60, TimeUnit.SECONDS);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
             while (mc.getJobStatus(id).get() != JobStatus.RUNNING) {
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("job did not reach RUNNING in 60 s");
                 }
                 Thread.sleep(20);
             }
-            System.out.println("rest=" + mc.getRestAddress().get() + " job=" + id.toHexString());
+            // What each keyed subtask's state backend was given, once every one has opened.
+            Map<String, Integer> keyed = new HashMap<>();
+            for (JsonNode o : spec.path("operators")) {
+                String kind = o.path("kind").asText();
+                if (kind.equals("count") || kind.equals("sum")) {
+                    keyed.put(o.path("id").asText(), JobBuilder.parallelismOf(o, par));
+                }
+            }
+            Map<String, java.util.List<Map<String, Object>>> ranges = new java.util.TreeMap<>();
+            while (true) {
+                ranges.clear();
+                for (Map<String, Object> e : Trace.events(0)) {
+                    if ("open".equals(e.get("event")) && e.containsKey("keyGroups")) {
+                        @SuppressWarnings("unchecked")
+                        Map<String, Object> kg = (Map<String, Object>) e.get("keyGroups");
+                        Map<String, Object> r = new java.util.LinkedHashMap<>();
+                        r.put("subtask", e.get("subtask"));
+                        r.put("start", kg.get("start"));
+                        r.put("end", kg.get("end"));
+                        ranges.computeIfAbsent((String) e.get("operator"), k -> new java.util.ArrayList<>()).add(r);
+                    }
+                }
+                boolean all = keyed.entrySet().stream()
+                        .allMatch(k -> ranges.getOrDefault(k.getKey(), java.util.List.of()).size() >= k.getValue());
+                if (all || System.nanoTime() > deadline) {
+                    break;
+                }
+                Thread.sleep(20);
+            }
+            for (java.util.List<Map<String, Object>> l : ranges.values()) {
+                l.sort(java.util.Comparator.comparingInt(m -> (Integer) m.get("subtask")));
+            }
+            Map<String, Object> hello = new java.util.LinkedHashMap<>();
+            hello.put("rest", mc.getRestAddress().get().toString());
+            hello.put("job", id.toHexString());
+            hello.put("keyGroups", ranges);
+            System.out.println(new org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper()
+                    .writeValueAsString(hello));
             System.out.flush();
             // Wait until the test closes stdin (or goes away).
             while (System.in.read() >= 0) {
