@@ -1,0 +1,246 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The Learner journey (issue 13): a person completes lessons through what
+// the lesson page and its live view show — the toolbar's text box and
+// buttons, the subtask boxes, a TaskManager's Crash button, the parallelism
+// field on an operator's head, a step's "Start the job" button — never
+// "do it for me" and never a protocol message. Every uncaught exception and
+// every failed request of the app fails it (journey), axe-core checks each
+// lesson page, and screenshots go to $ARTIFACTS (learner-*.png).
+
+// learnerAct is what the learner does in one step (nil: only watch).
+type learnerAct func(j *journey)
+
+// learnerLesson is one lesson of the journey, in one language.
+type learnerLesson struct {
+	slug, lang string
+	acts       []learnerAct // one per step
+}
+
+// jsLessonState reads the lesson page's state (lesson.js).
+const jsLessonState = `window.statelab?.lesson`
+
+// ready waits until every subtask runs, as a learner waits for the boxes to
+// turn RUNNING before acting on the job.
+func (j *journey) ready(what string) {
+	j.t.Helper()
+	j.waitJS(lessonTickWait, "every subtask running before "+what, jsAllRunning+` && !`+jsSnap+`.job.rescale`)
+}
+
+func typeLine(text string) learnerAct {
+	return func(j *journey) {
+		j.waitJS(20*time.Second, "the toolbar's text box", `!document.getElementById('inject-text').disabled`)
+		j.run(chromedp.SendKeys(chromedp.CSS(`#inject-text`), text+"\r"))
+	}
+}
+
+func crashSubtask(task string) learnerAct {
+	return func(j *journey) {
+		j.ready("crashing " + task)
+		j.clickLive(fmt.Sprintf(`.box-button[data-task="%s"]`, task))
+	}
+}
+
+func crashTaskManager(tm string) learnerAct {
+	return func(j *journey) {
+		j.ready("crashing " + tm)
+		j.clickLive(fmt.Sprintf(`button[data-focus="tm:%s"]`, tm))
+	}
+}
+
+func toolbar(id string) learnerAct {
+	return func(j *journey) {
+		j.ready("pressing #" + id)
+		j.clickLive("#" + id)
+	}
+}
+
+func rescaleTo(op string, p int) learnerAct {
+	return func(j *journey) {
+		j.ready(fmt.Sprintf("rescaling %s to %d", op, p))
+		j.typeNumber("#par-"+op, p)
+	}
+}
+
+// startJob presses the current step's "Start the job …" button.
+func startJob(j *journey) {
+	j.waitJS(20*time.Second, "the step's Start the job button", `(b => b && !b.disabled)(document.querySelector('.step.current [data-job]'))`)
+	j.clickSteady(`.step.current [data-job]`)
+	j.waitJS(30*time.Second, "the new job", `(s => s && s.lesson && s.lesson.acted)(`+jsLessonState+`)`)
+}
+
+// clickSteady clicks a button of the lesson text as a person does: the
+// text column scrolls (smoothly) to the current step, so it scrolls the
+// button into view and waits until it stands still before clicking it.
+func (j *journey) clickSteady(sel string) {
+	j.t.Helper()
+	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); if (!el) return '';
+		const r = el.getBoundingClientRect();
+		if (r.top < 0 || r.bottom > window.innerHeight) { el.scrollIntoView({block: 'center', behavior: 'instant'}); return ''; }
+		return [Math.round(r.left), Math.round(r.top)].join(','); })()`, sel)
+	deadline := time.Now().Add(20 * time.Second)
+	last := ""
+	for {
+		at := eval[string](j.browserEnv, js)
+		if at != "" && at == last {
+			break
+		}
+		require.True(j.t, time.Now().Before(deadline), "%s never stood still in view", sel)
+		last = at
+		time.Sleep(250 * time.Millisecond)
+	}
+	j.clickLive(sel)
+}
+
+// then does a, then b.
+func then(a, b learnerAct) learnerAct { return func(j *journey) { a(j); b(j) } }
+
+// afterOutput lets the sink write n more results first ("let records flow
+// for a moment").
+func afterOutput(n int, a learnerAct) learnerAct {
+	return func(j *journey) {
+		start := eval[int](j.browserEnv, jsSnap+`.sinks[0].committed`)
+		j.waitJS(lessonTickWait, "more output", fmt.Sprintf(`%s.sinks[0].committed >= %d`, jsSnap, start+n))
+		a(j)
+	}
+}
+
+// learn completes one lesson through the page and returns how long it took.
+func (j *journey) learn(l learnerLesson) time.Duration {
+	j.t.Helper()
+	began := time.Now()
+	name := l.slug[:2] + "-" + l.lang
+	j.visit("/lessons/" + l.slug + "?lang=" + l.lang)
+	j.waitJS(20*time.Second, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)
+	steps := eval[int](j.browserEnv, `document.querySelectorAll('.steps .step').length`)
+	require.Len(j.t, l.acts, steps, "one act per step of %s", l.slug)
+	j.accessible("lesson " + name)
+	j.fits("lesson " + name)
+	// Faster, with the speed buttons (64×, the fastest).
+	for range 6 {
+		j.clickLive(`#btn-faster`)
+		time.Sleep(150 * time.Millisecond)
+	}
+	j.waitJS(20*time.Second, "speed 64×", jsSnap+`.speed === 64`)
+	for i, act := range l.acts {
+		n := i + 1
+		j.waitJS(lessonTickWait, fmt.Sprintf("%s step %d current", l.slug, n),
+			fmt.Sprintf(`(s => s && s.lesson && (s.lesson.step === %d || s.lesson.completed.includes(%d)))(%s)`, n, n, jsLessonState))
+		if act != nil {
+			act(j)
+		}
+		j.waitStepTick(l.slug, n)
+		if n == 1 {
+			j.window(name + "-first-tick")
+		}
+	}
+	j.waitJS(20*time.Second, "the finished lesson", `(s => s && s.lesson && s.lesson.finished)(`+jsLessonState+`)`)
+	j.waitJS(10*time.Second, "the banner", `!document.getElementById('lesson-banner').hidden`)
+	assert.Empty(j.t, eval[string](j.browserEnv, `[...document.querySelectorAll('.step-error')].map(e => e.hidden ? '' : e.textContent).join('')`), "no step shows an error")
+	done := eval[int](j.browserEnv, `document.querySelectorAll('.steps .step.done').length`)
+	assert.Equal(j.t, steps, done, "%s: every step drawn done", l.slug)
+	j.window(name + "-finished")
+	took := time.Since(began).Round(time.Second)
+	j.t.Logf("learner: %s (%s) finished in %s", l.slug, l.lang, took)
+	return took
+}
+
+// waitStepTick waits for step n's tick; a step that does not tick names
+// the checks that do not hold and why, as the page shows them.
+func (j *journey) waitStepTick(slug string, n int) {
+	j.t.Helper()
+	deadline := time.Now().Add(lessonTickWait)
+	for {
+		st, err := chromedp.Run(j.ctx, chromedp.Evaluate[tickState](fmt.Sprintf(`(() => { const s = `+jsLessonState+`; const m = s && s.lesson;
+			return { ticked: !!m && m.completed.includes(%d), error: (m && m.error) || '', checks: m ? JSON.stringify(m.checks) : '' }; })()`, n)))
+		switch {
+		case err == nil && st.Ticked:
+			return
+		case time.Now().After(deadline):
+			j.shot(fmt.Sprintf("%s-step-%d-no-tick", slug[:2], n))
+			j.t.Fatalf("%s step %d: no tick after %s; checks %s; %v", slug, n, lessonTickWait, st.Checks, err)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// learnerCourse is the journey: lessons 01, 04, 05, 06, 08 and 11 in
+// English, and lesson 01 in Chinese.
+var learnerCourse = []learnerLesson{
+	{"01-why-state", "en", []learnerAct{
+		typeLine("to be or not to be"),
+		crashSubtask("count#0"),
+		nil,
+		toolbar("btn-checkpoint"),
+		then(typeLine("be brave"), crashSubtask("count#0")),
+	}},
+	{"04-checkpoints-and-barriers", "en", []learnerAct{
+		toolbar("btn-checkpoint"),
+		nil,
+		crashSubtask("count#0"),
+		toolbar("btn-checkpoint"),
+		then(startJob, toolbar("btn-checkpoint")),
+		afterOutput(5, crashSubtask("count#0")),
+	}},
+	{"05-failure-and-recovery", "en", []learnerAct{
+		nil,
+		crashTaskManager("tm-1"),
+		nil,
+		startJob,
+		crashTaskManager("tm-1"),
+		nil,
+	}},
+	{"06-rescaling-operator-state", "en", []learnerAct{
+		nil,
+		rescaleTo("source", 2),
+		then(startJob, rescaleTo("source", 2)),
+	}},
+	{"08-key-groups", "en", []learnerAct{
+		nil,
+		rescaleTo("count", 3),
+		startJob,
+		rescaleTo("count", 3),
+	}},
+	{"11-savepoints-and-scaling-out", "en", []learnerAct{
+		toolbar("btn-savepoint"),
+		rescaleTo("count", 4),
+		func(j *journey) {
+			// The job waits for slots; the learner adds a TaskManager.
+			j.waitJS(lessonTickWait, "waiting for resources", jsSnap+`.job.waitingForResources`)
+			j.clickLive(`#btn-add-tm`)
+		},
+	}},
+	{"01-why-state", "zh", []learnerAct{
+		typeLine("to be or not to be"),
+		crashSubtask("count#0"),
+		nil,
+		toolbar("btn-checkpoint"),
+		then(typeLine("be brave"), crashSubtask("count#0")),
+	}},
+}
+
+// TestJourneyLearner: a learner completes lessons 01, 04, 05, 06, 08 and 11
+// in English and lesson 01 in Chinese through the visible controls only.
+func TestJourneyLearner(t *testing.T) {
+	b := newBrowserFor(t, 40*time.Minute, nil)
+	j := newJourney(b, "learner")
+	j.run(chromedp.EmulateViewport(1280, 800))
+	var times []string
+	for _, l := range learnerCourse {
+		times = append(times, fmt.Sprintf("%s %s %s", l.slug[:2], l.lang, j.learn(l)))
+	}
+	t.Logf("learner journey: %s", strings.Join(times, ", "))
+	// journey reports every uncaught exception and failed request when
+	// the test ends.
+}
