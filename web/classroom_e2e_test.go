@@ -49,14 +49,14 @@ func TestBrowserClassroom(t *testing.T) {
 
 	// Faster, through the presenter's speed buttons, until a checkpoint.
 	for range 2 {
-		presenter.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+		presenter.clickLive(`#btn-faster`)
 		time.Sleep(150 * time.Millisecond)
 	}
 	presenter.waitJS(60*time.Second, "every subtask running and a checkpoint", jsAllRunning+` && window.statelab.model.snap.checkpoints.counts.completed >= 1`)
 	presenter.shot("20-classroom-presenter")
 
 	// The presenter crashes tm-1; both followers see it lost.
-	presenter.run(chromedp.Click(chromedp.CSS(`button[aria-label="Crash TaskManager tm-1"]`)))
+	presenter.clickLive(`button[aria-label="Crash TaskManager tm-1"]`)
 	for i, f := range []*browserEnv{f1, f2} {
 		f.waitJS(20*time.Second, "tm-1 lost on a follower", `window.statelab.model.snap.taskManagers.find(t => t.id === 'tm-1').status === 'LOST' && document.querySelectorAll('#graph rect.band.lost').length === 1`)
 		f.waitJS(20*time.Second, "the story on a follower", `document.getElementById('explain-body').innerText.includes('TaskManager tm-1 crashed')`)
@@ -80,17 +80,17 @@ func TestBrowserClassroom(t *testing.T) {
 	assert.Equal(t, "ALIVE", eval[string](presenter, `window.statelab.model.snap.taskManagers.find(t => t.id === 'tm-2').status`), "nothing happened")
 
 	// The presenter brings tm-1 back; the run recovers.
-	presenter.run(chromedp.Click(chromedp.CSS(`.tm-label button[data-focus="tm:tm-1"]`)))
+	presenter.clickLive(`.tm-label button[data-focus="tm:tm-1"]`)
 	presenter.waitJS(60*time.Second, "every subtask running again", jsAllRunning+` && window.statelab.model.snap.taskManagers.every(t => t.status === 'ALIVE')`)
 
 	// Follower 2 forks and rescales its own copy.
-	f2.run(chromedp.Click(chromedp.CSS(`#btn-fork`)))
+	f2.clickLive(`#btn-fork`)
 	f2.waitJS(20*time.Second, "its own copy", `document.getElementById('classroom').dataset.mode === 'fork' && window.statelab.model.snap.session !== '`+info.Session+`'`)
 	f2.waitJS(5*time.Second, "controls in the copy", `!document.getElementById('btn-play').disabled && !document.getElementById('btn-follow').hidden`)
 	commands := eval[int](f2, `window.statelab.model.snap.commands.length`)
 	assert.GreaterOrEqual(t, commands, 2, "the copy carries the presenter's crash and restart")
 	f2.waitJS(60*time.Second, "every subtask of the copy running", jsAllRunning)
-	f2.run(chromedp.Click(chromedp.CSS(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)))
+	f2.clickLive(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)
 	f2.waitJS(90*time.Second, "count at parallelism 3 in the copy",
 		`window.statelab.model.snap.job.operators.find(o => o.id === 'count').parallelism === 3 && `+jsAllRunning)
 	f2.shot("23-classroom-fork-rescaled")
@@ -106,19 +106,19 @@ func TestBrowserClassroom(t *testing.T) {
 	assert.Greater(t, pngLen, 1000)
 
 	// Back to following: the presenter's run again.
-	f2.run(chromedp.Click(chromedp.CSS(`#btn-follow`)))
+	f2.clickLive(`#btn-follow`)
 	f2.waitJS(20*time.Second, "following again", `document.getElementById('classroom').dataset.mode === 'follow' && window.statelab.model.snap.session === '`+info.Session+`'`)
 
 	// The presenter's timeline marks the crash; PageUp travels back in time
 	// and every follower sees the past; Present returns.
 	presenter.waitJS(10*time.Second, "crash and restore marks", `document.querySelectorAll('#timeline .mark-crash').length >= 1 && document.querySelectorAll('#timeline .mark-checkpoint').length >= 1`)
-	presenter.run(chromedp.Click(chromedp.CSS(`#btn-play`)))
+	presenter.clickLive(`#btn-play`)
 	presenter.waitJS(10*time.Second, "paused", `window.statelab.model.snap.paused`)
 	head := eval[int](presenter, `window.statelab.model.snap.step`)
 	presenter.run(chromedp.KeyEvent(kb.PageUp))
 	presenter.waitJS(30*time.Second, "the past on the presenter", `document.getElementById('timeline').classList.contains('viewing') && window.statelab.model.snap.step < `+itoa(int64(head)))
 	f1.waitJS(30*time.Second, "the past on a follower", `document.getElementById('timeline').classList.contains('viewing')`)
 	presenter.shot("24-classroom-time-travel")
-	presenter.run(chromedp.Click(chromedp.CSS(`#tl-present`)))
+	presenter.clickLive(`#tl-present`)
 	presenter.waitJS(30*time.Second, "the present again", `!document.getElementById('timeline').classList.contains('viewing') && window.statelab.model.snap.step === `+itoa(int64(head)))
 }

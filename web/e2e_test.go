@@ -191,7 +191,7 @@ func TestBrowserHomeSandboxAndJobGraph(t *testing.T) {
 	b.shot("02-sandbox-chooser")
 	// Only the chosen template's parallelism fields are enabled.
 	assert.Equal(t, 3, eval[int](b, `document.querySelectorAll('.template-par input:not([disabled])').length`))
-	b.run(chromedp.Click(chromedp.CSS(`#sandbox-form button[type=submit]`)))
+	b.clickLive(`#sandbox-form button[type=submit]`)
 	b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
 	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
 	// word count: source 2, tokenizer 2, count 2, sink 1.
@@ -212,7 +212,7 @@ func TestBrowserCrashSubtaskRestartsAndCountsContinue(t *testing.T) {
 	// Faster, through the speed buttons: 1 -> 2 -> 4 -> 8; input remains
 	// for a minute or so at this pace, so the counts can continue.
 	for range 3 {
-		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+		b.clickLive(`#btn-faster`)
 	}
 	b.waitJS(10*time.Second, "speed 8", `window.statelab.model.snap.speed === 8`)
 	b.waitJS(60*time.Second, "a completed checkpoint and committed output",
@@ -221,7 +221,7 @@ func TestBrowserCrashSubtaskRestartsAndCountsContinue(t *testing.T) {
 	before := eval[int](b, `window.statelab.model.snap.sinks[0].committed`)
 
 	// Click the subtask: the default tool crashes it.
-	b.run(chromedp.Click(chromedp.CSS(`.box-button[data-task="count#1"]`)))
+	b.clickLive(`.box-button[data-task="count#1"]`)
 	b.waitJS(20*time.Second, "the failover story", `document.querySelector('#explain-body .episode.failover') !== null`)
 	b.shot("04-crash-failover")
 	b.waitJS(60*time.Second, "a restore from a checkpoint", `window.statelab.model.snap.counters.restores >= 1`)
@@ -248,11 +248,11 @@ func TestBrowserRescaleShowsThreeOwnersOnFlinksRanges(t *testing.T) {
 	b := newBrowser(t)
 	b.openLive("template=wordcount&seed=11&interval=300ms&taskManagers=2&slots=2&lang=en")
 	for range 4 {
-		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+		b.clickLive(`#btn-faster`)
 		time.Sleep(150 * time.Millisecond)
 	}
 	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
-	b.run(chromedp.Click(chromedp.CSS(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)))
+	b.clickLive(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)
 	b.waitJS(90*time.Second, "count at parallelism 3, running",
 		`window.statelab.model.snap.job.operators.find(o => o.id === 'count').parallelism === 3 && `+jsAllRunning)
 	// Flink's ranges for max parallelism 128 over 3 subtasks:
@@ -293,12 +293,12 @@ func TestBrowserTaskManagerCrashWaitForSlotsAndScaleOut(t *testing.T) {
 	// Two TaskManagers with one slot each: one pipeline per TaskManager.
 	b.openLive("template=wordcount&seed=3&lang=en")
 	for range 2 {
-		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+		b.clickLive(`#btn-faster`)
 	}
 	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
 	b.waitJS(60*time.Second, "a completed checkpoint", `window.statelab.model.snap.checkpoints.counts.completed >= 1`)
 
-	b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Crash TaskManager tm-1"]`)))
+	b.clickLive(`button[aria-label="Crash TaskManager tm-1"]`)
 	b.waitJS(30*time.Second, "the job waiting for a slot", `document.getElementById('explain-body').innerText.includes('needs 2 slots')`)
 	story := eval[string](b, `document.getElementById('explain-body').innerText`)
 	assert.Contains(t, story, "TaskManager tm-1 crashed")
@@ -306,16 +306,16 @@ func TestBrowserTaskManagerCrashWaitForSlotsAndScaleOut(t *testing.T) {
 	assert.Equal(t, 1, eval[int](b, `document.querySelectorAll('#graph rect.band.lost').length`), "the lost TaskManager's band is marked")
 	b.shot("11-taskmanager-lost-waiting")
 
-	b.run(chromedp.Click(chromedp.CSS(`.tm-label button[data-focus="tm:tm-1"]`))) // now "Restart"
+	b.clickLive(`.tm-label button[data-focus="tm:tm-1"]`) // now "Restart"
 	b.waitJS(60*time.Second, "every subtask running again", jsAllRunning)
 	b.waitJS(10*time.Second, "the story's end", `document.getElementById('explain-body').innerText.includes('Running again')`)
 	b.shot("12-taskmanager-restarted")
 
 	// Three subtasks of count need three slots: the rescale waits until a
 	// TaskManager is added.
-	b.run(chromedp.Click(chromedp.CSS(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)))
+	b.clickLive(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)
 	b.waitJS(60*time.Second, "the rescale waiting for a slot", `window.statelab.model.snap.job.waitingForResources === true`)
-	b.run(chromedp.Click(chromedp.CSS(`#btn-add-tm`)))
+	b.clickLive(`#btn-add-tm`)
 	b.waitJS(90*time.Second, "count at parallelism 3 on three TaskManagers",
 		`window.statelab.model.snap.taskManagers.length === 3 && window.statelab.model.snap.job.operators.find(o => o.id === 'count').parallelism === 3 && `+jsAllRunning)
 	b.shot("13-scaled-out-three-taskmanagers")
@@ -328,7 +328,7 @@ func TestBrowserSwitchTeachingAndFullSpeed(t *testing.T) {
 	b.openLive("template=wordcount&seed=2&lang=en")
 	b.waitJS(30*time.Second, "some output", `window.statelab.model.snap.sinks[0].committed > 0 || window.statelab.model.snap.job.operators[0].subtasks[0].recordsOut > 0`)
 	seed := eval[int](b, `window.statelab.model.snap.seed`)
-	b.run(chromedp.Click(chromedp.CSS(`#btn-mode-live`)))
+	b.clickLive(`#btn-mode-live`)
 	b.waitJS(30*time.Second, "full speed", `window.statelab.model.snap.driver === 'live' && document.getElementById('btn-mode-live').getAttribute('aria-pressed') === 'true'`)
 	assert.Equal(t, seed, eval[int](b, `window.statelab.model.snap.seed`), "the same run, not a reset")
 	assert.True(t, eval[bool](b, `document.getElementById('btn-step').disabled`), "no stepping at full speed")
@@ -341,7 +341,7 @@ func TestBrowserSwitchTeachingAndFullSpeed(t *testing.T) {
 		ops.find(o => o.id === 'count').subtasks.every(s => s.state && s.state.keys > 0))(window.statelab.model.snap.job.operators)`)
 	assert.Zero(t, eval[int](b, `document.querySelectorAll('#sink .empty').length`), "the sink panel is not empty at full speed")
 	b.shot("15-full-speed")
-	b.run(chromedp.Click(chromedp.CSS(`#btn-mode-step`)))
+	b.clickLive(`#btn-mode-step`)
 	b.waitJS(30*time.Second, "teaching mode again", `window.statelab.model.snap.driver === 'step' && !document.getElementById('btn-step').disabled`)
 }
 
@@ -409,14 +409,14 @@ func TestBrowserFramesPerSecond(t *testing.T) {
 
 	b.openLive("template=wordcount&seed=5&keys=10000&interval=500ms&lang=en")
 	for range 5 { // 32x to fill the state quickly
-		b.run(chromedp.Click(chromedp.CSS(`#btn-faster`)))
+		b.clickLive(`#btn-faster`)
 		time.Sleep(150 * time.Millisecond)
 	}
 	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
 	b.waitJS(90*time.Second, "thousands of keys in count's state",
 		`window.statelab.model.snap.job.operators.find(o => o.id === 'count').subtasks.reduce((n, s) => n + (s.state ? s.state.keys : 0), 0) > 5000`)
 	for range 3 { // back to 4x
-		b.run(chromedp.Click(chromedp.CSS(`#btn-slower`)))
+		b.clickLive(`#btn-slower`)
 		time.Sleep(150 * time.Millisecond)
 	}
 	b.clickLive(`input[name=tool][value=inspect]`)
@@ -471,7 +471,7 @@ func TestBrowserLessonFrame(t *testing.T) {
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/lessons?lang=en"))
 	assert.Contains(t, eval[string](b, `document.querySelector('.lesson-list').innerText`), "Key groups")
-	b.run(chromedp.Click(chromedp.CSS(`a[data-lesson="08-key-groups"]`)))
+	b.clickLive(`a[data-lesson="08-key-groups"]`)
 	b.waitJS(20*time.Second, "the lesson's live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
 	assert.Equal(t, "/lessons/08-key-groups", eval[string](b, `location.pathname`), "a lesson keeps its own address")
 	assert.Equal(t, 4, eval[int](b, `document.querySelectorAll('.steps .step').length`))

@@ -125,8 +125,17 @@ func (j *journey) problemList() []string {
 	return slices.Clone(j.problems)
 }
 
-// shot saves a screenshot named after the journey.
+// shot saves a screenshot of the whole page, named after the journey.
 func (j *journey) shot(name string) string { return j.browserEnv.shot(j.name + "-" + name) }
+
+// window saves what the window shows (a phone's screen), named after the journey.
+func (j *journey) window(name string) {
+	j.t.Helper()
+	buf, err := chromedp.Run(j.ctx, chromedp.CaptureScreenshot())
+	require.NoError(j.t, err)
+	p := filepath.Join(artifactsDir(j.t), j.name+"-"+name+".png")
+	require.NoError(j.t, os.WriteFile(p, buf, 0o644))
+}
 
 // jsOverflow lists the elements that reach past the right edge of the
 // viewport, innermost first, when the page scrolls sideways.
@@ -194,7 +203,9 @@ func (j *journey) visit(path string) {
 // laptop's 1280×800, in English and Chinese: no page scrolls sideways and
 // axe-core finds no WCAG 2.1 AA violation.
 func TestJourneyPhoneAndLaptop(t *testing.T) {
-	b := newBrowserFor(t, 20*time.Minute, nil)
+	// Every live page starts a session of its own, and ended ones linger
+	// until their idle timeout: room for all of them.
+	b := newBrowserFor(t, 20*time.Minute, func(c *Config) { c.MaxSessions = 400 })
 	j := newJourney(b, "phone-laptop")
 	room, err := b.srv.CreateClassroom(ClassroomRequest{Template: "wordcount"}, b.url)
 	require.NoError(t, err)
@@ -239,7 +250,7 @@ func TestJourneyPhoneAndLaptop(t *testing.T) {
 				if slug == "" {
 					slug = "home"
 				}
-				j.shot(fmt.Sprintf("%d-%s-%s", size[0], lang, slug))
+				j.window(fmt.Sprintf("%d-%s-%s", size[0], lang, slug))
 			}
 		}
 	}
@@ -280,6 +291,21 @@ func TestJourneyExplorer(t *testing.T) {
 	j.accessible("sandbox live")
 	j.shot("01-running")
 
+	// Type a line into the source: the story says where it went, what it
+	// waits behind, and ends when the source has read it.
+	j.run(chromedp.SendKeys(chromedp.CSS(`#inject-text`), "hello flink\r"))
+	j.waitJS(20*time.Second, "the typed line's story", `(t => t.includes('You typed "hello flink"') && /appended to partition \d of source's topic, at offset/.test(t))(document.getElementById('explain-body').innerText)`)
+	j.shot("01b-typed-line")
+	for range 3 {
+		j.clickLive(`#btn-faster`)
+		time.Sleep(150 * time.Millisecond)
+	}
+	j.waitJS(180*time.Second, "the typed line read", `document.getElementById('explain-body').innerText.includes('read your line')`)
+	for range 3 {
+		j.clickLive(`#btn-slower`)
+		time.Sleep(150 * time.Millisecond)
+	}
+
 	// Crash a TaskManager: the job waits for a slot, and the badge says so.
 	j.clickLive(`button[aria-label="Crash TaskManager tm-1"]`)
 	j.waitJS(30*time.Second, "the story of the lost TaskManager", `document.getElementById('explain-body').innerText.includes('TaskManager tm-1 crashed')`)
@@ -308,6 +334,9 @@ func TestJourneyExplorer(t *testing.T) {
 	// step shown, not the present.
 	j.clickLive(`#btn-play`)
 	j.waitJS(10*time.Second, "paused", jsSnap+`.paused`)
+	// The header and the timeline count the same steps.
+	j.waitJS(10*time.Second, "the header's step on the timeline", `(() => { const m = /step (\d+)/.exec(document.getElementById('clock').textContent);
+	  return m && document.getElementById('tl-pos').textContent === 'step ' + m[1] + ' of ' + m[1]; })()`)
 	j.run(chromedp.Focus(chromedp.CSS(`#tl-range`)), chromedp.KeyEvent(kb.Home))
 	for range 3 {
 		j.run(chromedp.KeyEvent(kb.PageUp))
@@ -352,6 +381,14 @@ func TestJourneyExplorer(t *testing.T) {
 	require.Equal(t, forkPar, eval[int](j.browserEnv, `window.statelab.model.operator('count').parallelism`), "the same parallelism of count")
 	j.accessible("shared run")
 	j.shot("08-shared-run")
+
+	// The language switch keeps the run: the same session, in Chinese.
+	session := eval[string](j.browserEnv, jsSnap+`.session`)
+	j.clickLive(`a[data-lang-link="zh"]`)
+	j.waitJS(30*time.Second, "the run in Chinese", `document.documentElement.lang === 'zh' && document.getElementById('workspace')?.dataset.ready === 'true' && `+jsSnap+`.session === '`+session+`'`)
+	j.waitJS(10*time.Second, "Chinese panels", `document.body.innerText.includes('作业图') && document.body.innerText.includes('键组')`)
+	j.accessible("shared run zh")
+	j.shot("09-shared-run-zh")
 }
 
 const jsFollowerReady = `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`
@@ -437,4 +474,10 @@ func TestJourneyTeacher(t *testing.T) {
 	student.clickLive(`#btn-follow`)
 	student.waitJS(30*time.Second, "following again", `document.getElementById('classroom').dataset.mode === 'follow' && `+jsSnap+`.session === '`+room+`' && document.getElementById('btn-play').disabled`)
 	student.shot("07-following-again")
+
+	// The student reads it in Chinese: still following, still greyed out.
+	student.clickLive(`a[data-lang-link="zh"]`)
+	student.waitJS(30*time.Second, "the follower in Chinese", `document.documentElement.lang === 'zh' && document.getElementById('classroom')?.dataset.mode === 'follow' && `+jsFollowerReady+` && document.getElementById('btn-play').disabled`)
+	student.accessible("follower zh")
+	student.shot("08-following-zh")
 }

@@ -160,6 +160,8 @@ async function main() {
         model.snap.at = Math.max(model.snap.at, last.at);
         if (last.step) model.snap.step = Math.max(model.snap.step, last.step);
         clockEl.textContent = clockText(model.snap);
+        // The timeline counts the same steps as the header.
+        timeline.render();
       }
     },
     onStatus: (state, detail) => {

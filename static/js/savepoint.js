@@ -22,7 +22,7 @@ const planOp = $('sp-plan-operator');
 const planPar = $('sp-plan-parallelism');
 const planEl = $('sp-plan');
 
-let file = null; // the Blob last read; the plan sends it again
+let file = null; // the body last sent (a Blob, or FormData for a directory); the plan sends it again
 let report = null;
 
 function showError(msg) {
@@ -30,37 +30,62 @@ function showError(msg) {
   errorEl.hidden = !msg;
 }
 
-async function post(path, blob) {
-  const r = await fetch(path, { method: 'POST', body: blob, headers: { 'Content-Type': 'application/octet-stream', Accept: 'application/json' } });
+async function post(path, body) {
+  const headers = { Accept: 'application/json' };
+  if (!(body instanceof FormData)) headers['Content-Type'] = 'application/octet-stream';
+  const r = await fetch(path, { method: 'POST', body, headers });
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(body.message || t('savepoint.err.http', { status: r.status }));
   return body;
 }
 
-async function load(blob, name) {
+// load sends a _metadata file (blob), or with a directory pick also the
+// other files of its directory (others: [path inside the directory, File]) so
+// the server can read the state files the metadata points at.
+async function load(blob, name, others = []) {
   showError('');
   if (blob.size > maxBytes) {
     showError(t('savepoint.err.tooLarge', { size: bytes(blob.size), max: bytes(maxBytes) }));
     return;
   }
+  let body = blob;
+  let size = blob.size;
+  const total = others.reduce((a, [, f]) => a + f.size, blob.size);
+  if (others.length > 0 && total <= maxBytes) {
+    body = new FormData();
+    body.append('metadata', blob, '_metadata');
+    for (const [p, f] of others) body.append(`path:${p}`, f, f.name);
+    size = total;
+  }
   statusEl.textContent = t('savepoint.reading', { name });
   try {
-    report = await post('/api/savepoint/inspect', blob);
-    file = blob;
+    report = await post('/api/savepoint/inspect', body);
+    file = body;
   } catch (e) {
     statusEl.textContent = '';
     showError(t('savepoint.err.read', { name, message: e.message }));
     return;
   }
-  statusEl.textContent = t('savepoint.read', { name, size: bytes(blob.size) });
+  let status = t('savepoint.read', { name, size: bytes(size) });
+  if (report.loadedFiles) status += ' ' + t('savepoint.filesRead', { n: report.loadedFiles });
+  if (others.length > 0 && total > maxBytes) status += ' ' + t('savepoint.filesTooLarge', { size: bytes(total), max: bytes(maxBytes) });
+  statusEl.textContent = status;
   render(report);
 }
 
-// A directory pick: the _metadata at its top level (or the only one inside).
+// A directory pick: the _metadata nearest the top, and the other files of
+// its directory with their paths inside it.
 function fromDirectory(files) {
-  const metas = [...files].filter((f) => f.name === '_metadata');
+  const all = [...files];
+  const metas = all.filter((f) => f.name === '_metadata');
   metas.sort((a, b) => (a.webkitRelativePath || '').split('/').length - (b.webkitRelativePath || '').split('/').length);
-  return metas[0] || null;
+  const meta = metas[0];
+  if (!meta) return null;
+  const rel = meta.webkitRelativePath || '';
+  const base = rel.slice(0, rel.length - '_metadata'.length);
+  const others = all.filter((f) => f !== meta && (f.webkitRelativePath || '').startsWith(base))
+    .map((f) => [f.webkitRelativePath.slice(base.length), f]);
+  return { meta, others };
 }
 
 $('sp-file').addEventListener('change', (e) => {
@@ -68,12 +93,12 @@ $('sp-file').addEventListener('change', (e) => {
   if (f) load(f, f.name);
 });
 $('sp-dir').addEventListener('change', (e) => {
-  const f = fromDirectory(e.target.files);
-  if (!f) {
+  const d = fromDirectory(e.target.files);
+  if (!d) {
     showError(t('savepoint.err.noMetadata'));
     return;
   }
-  load(f, f.webkitRelativePath || f.name);
+  load(d.meta, d.meta.webkitRelativePath || d.meta.name, d.others);
 });
 const drop = $('sp-drop');
 drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });

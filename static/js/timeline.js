@@ -89,9 +89,13 @@ export class Timeline {
   }
 
   drawMarks(head) {
-    const key = `${head}|${this.tl.markers?.length}`;
-    if (this.marksKey === key) return;
-    this.marksKey = key;
+    // Redraw when a mark came, or the run grew by more than half a percent
+    // (the marks' places move with the head, by less than a pixel otherwise).
+    const ms = this.tl.markers || [];
+    const n = `${ms.length}|${ms.length ? ms[ms.length - 1].step : 0}`;
+    if (this.marksN === n && this.marksHead && Math.abs(head - this.marksHead) <= this.marksHead * 0.005) return;
+    this.marksN = n;
+    this.marksHead = head;
     clear(this.marks);
     if (!head) return;
     for (const m of this.tl.markers || []) {

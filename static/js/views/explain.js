@@ -194,14 +194,15 @@ export class ExplainView {
             ep = this.start('inject', ta('explain.inject.title', { text: e.text }));
             ep.data.text = e.text;
           }
+          // Zero fields are left out of the event's JSON.
           ep.data.op = e.operator;
-          ep.data.partition = e.partition;
-          ep.data.offset = e.offset;
-          this.step(t('explain.inject.step', { op: e.operator, p: e.partition, offset: num(e.offset) }));
+          ep.data.partition = e.partition ?? 0;
+          ep.data.offset = e.offset ?? 0;
+          this.step(t('explain.inject.step', { op: e.operator, p: ep.data.partition, offset: num(ep.data.offset) }));
           // How many records the source reads before it: live while it waits.
           this.step(() => {
             const ahead = this.injectAhead(ep);
-            return ahead > 0 ? t('explain.inject.behind', { n: num(ahead), p: ep.data.partition }) : t('explain.inject.next');
+            return ahead > 0 ? t('explain.inject.behind', { n: num(ahead), p: ep.data.partition }) : t('explain.inject.next', { p: ep.data.partition });
           }, 'wait');
           break;
         }
@@ -245,7 +246,9 @@ export class ExplainView {
         case 'checkpoint-triggered': {
           let ep = this.active('checkpoint');
           if (!ep && !this.sawCheckpoint && (!this.episode || this.episode.done)) {
-            ep = this.start('checkpoint', t('explain.firstCheckpoint.title'));
+            // Joined mid-run (a reload, a follower): the first one seen is not the first.
+            const title = e.checkpoint <= 1 ? t('explain.firstCheckpoint.title') : t(e.savepoint ? 'explain.spSeen.title' : 'explain.cpSeen.title', { n: e.checkpoint });
+            ep = this.start('checkpoint', title);
           }
           this.sawCheckpoint = true;
           if (ep && !ep.data.id) {

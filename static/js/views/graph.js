@@ -12,7 +12,7 @@ import { num } from '../format.js';
 import { ownerColor } from '../palette.js';
 
 const LABEL_W = 150; // TaskManager labels on the left
-const HEAD_H = 84; // operator headers on top: name, parallelism field, max
+const HEAD_H = 96; // operator headers on top: name, parallelism field, its label (may wrap)
 const BOX_W = 156;
 const BOX_H = 74;
 const ROW_GAP = 12;
@@ -96,7 +96,7 @@ export class GraphView {
     };
     input.addEventListener('change', apply);
     input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); e.stopPropagation(); apply(); } });
-    return h('label', { class: 'op-p', for: id }, h('span', { class: 'op-p-text' }, t('graph.parShort')), input);
+    return input;
   }
 
   // setReadOnly greys out the controls on the graph (a classroom follower);
@@ -330,7 +330,7 @@ export class GraphView {
           h('button', { type: 'button', class: 'button mini', dataset: { focus: `op:${op.id}:+` }, 'aria-label': t('graph.rescaleUp', { op: op.id, p: op.parallelism + 1 }),
             title: t('graph.rescaleUp', { op: op.id, p: op.parallelism + 1 }), disabled: this.readOnly || op.parallelism >= this.maxPar(op),
             onclick: () => this.actions.rescale(op.id, op.parallelism + 1) }, '+')),
-        h('div', { class: 'op-max' }, t('graph.maxParallelism', { max: op.maxParallelism })));
+        h('label', { class: 'op-max', for: `par-${op.id}` }, t('graph.maxParallelism', { max: op.maxParallelism })));
       el.style.left = `${hd.x + 4}px`;
       el.style.width = `${hd.w - 8}px`;
       this.overlay.append(el);
