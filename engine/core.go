@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -673,6 +674,7 @@ func (c *core) cancelExecution(failed *subtask) {
 		ch.blocked.Store(false)
 	}
 	c.waiting = false
+	c.wipeLostDisks()
 }
 
 // --- commands ----------------------------------------------------------------
@@ -724,33 +726,68 @@ func (c *core) crashTaskManager(id string) error {
 	}
 	c.counters.Crashes++
 	tm.alive = false
-	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMLost, Message: fmt.Sprintf("TaskManager %s crashed: its subtasks die and its local disk is wiped", tm.id)})
-	var victim *subtask
+	tm.lostDirs = append(tm.lostDirs, tm.localDir)
+	hb := c.spec.Cluster.HeartbeatTimeout.D()
+	var dead []string
 	if c.ex != nil {
 		for _, t := range c.ex.tasks {
 			if t.tm == tm && live(t.getStatus()) {
-				if victim == nil {
-					victim = t
-				}
-				t.setFailure("TaskManager " + tm.id + " lost")
+				t.dead.Store(true)
+				dead = append(dead, t.name)
 			}
 		}
 	}
-	if victim != nil {
-		for _, t := range c.ex.tasks {
-			if t.tm == tm && live(t.getStatus()) && t != victim {
+	if len(dead) == 0 {
+		c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMLost, Message: fmt.Sprintf("TaskManager %s crashed: its local disk is gone; it ran no subtask", tm.id)})
+		c.wipeLostDisks()
+		if c.spec.Cluster.Reactive {
+			c.reactiveRescale()
+		}
+		return nil
+	}
+	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMLost, Message: fmt.Sprintf(
+		"TaskManager %s crashed: %s stop and its local disk is gone; the JobManager notices after the heartbeat timeout (%v here; Flink's heartbeat.timeout is %v, unless the resource manager sees the process exit first)",
+		tm.id, strings.Join(dead, ", "), hb, FlinkHeartbeatTimeout)})
+	c.drv.after(hb, timer{kind: timerHeartbeat, attempt: c.attempt, tm: tm.id})
+	return nil
+}
+
+// heartbeatTimedOut is the JobManager noticing that TaskManager id is gone:
+// its subtasks fail and the job fails over.
+func (c *core) heartbeatTimedOut(id string) {
+	if c.ex == nil || c.terminal {
+		return
+	}
+	var victim *subtask
+	for _, t := range c.ex.tasks {
+		if t.tm != nil && t.tm.id == id && t.dead.Load() && live(t.getStatus()) {
+			if victim == nil {
+				victim = t
+			} else {
 				t.setStatus(TaskFailed)
 			}
+			t.setFailure("TaskManager " + id + " lost (heartbeat timed out)")
 		}
-		c.fail(victim, fmt.Sprintf("TaskManager %s with %s was lost", tm.id, victim.name))
 	}
-	if err := state.RemoveLocalDir(tm.localDir); err != nil {
-		c.logger.Warn("wipe local disk", "tm", tm.id, "err", err)
+	if victim == nil {
+		return
 	}
-	if c.spec.Cluster.Reactive && victim == nil {
-		c.reactiveRescale()
+	c.publish(Event{Kind: EvTaskFailed, Task: victim.name, Operator: victim.op.spec.ID, TaskManager: id,
+		Message: fmt.Sprintf("the heartbeat of TaskManager %s timed out: %s and the other subtasks on it failed", id, victim.name)})
+	c.fail(victim, fmt.Sprintf("the heartbeat of TaskManager %s timed out (it ran %s)", id, victim.name))
+}
+
+// wipeLostDisks deletes the local disks of crashed TaskManager
+// incarnations once no subtask runs on them.
+func (c *core) wipeLostDisks() {
+	for _, tm := range c.tms {
+		for _, d := range tm.lostDirs {
+			if err := state.RemoveLocalDir(d); err != nil {
+				c.logger.Warn("wipe local disk", "tm", tm.id, "err", err)
+			}
+		}
+		tm.lostDirs = nil
 	}
-	return nil
 }
 
 func (c *core) restartTaskManager(id string) error {

@@ -159,10 +159,10 @@ func TestTaskManagerCrashWaitsForResources(t *testing.T) {
 	require.NoError(t, err, "count#1 keeps its pebble files on tm-2's disk")
 
 	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-2"}))
-	_, err = os.Stat(tm2.LocalDir)
-	assert.True(t, os.IsNotExist(err), "tm-2's local disk is wiped")
 	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.WaitingForResources }, 5000)
 	require.NoError(t, err)
+	_, err = os.Stat(tm2.LocalDir)
+	assert.True(t, os.IsNotExist(err), "tm-2's local disk is wiped")
 	snap = s.Snapshot()
 	assert.Equal(t, JobRunning, snap.Job.Status)
 	assert.Equal(t, 2, snap.Job.SlotsNeeded)

@@ -377,3 +377,31 @@ func TestReactiveRestartsFromCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
 }
+
+// A killed TaskManager is noticed after the heartbeat timeout (Flink's
+// heartbeat.timeout, HeartbeatManagerOptions; StateLab's default is
+// shorter): until then its subtasks do nothing while the job stays
+// RUNNING; then they fail and the job fails over.
+func TestHeartbeatTimeout(t *testing.T) {
+	spec := wordCount(100000, 2, 2, 0)
+	spec.Cluster = ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1, HeartbeatTimeout: Duration(3 * time.Second)}
+	s, log := newTestStepper(t, spec)
+	_, err := s.RunUntil(allRunning, 5000)
+	require.NoError(t, err)
+	s.Steps(200)
+	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-2"}))
+	crashAt := s.Snapshot().At
+	assert.Equal(t, JobRunning, s.Snapshot().Job.Status, "the JobManager does not know yet")
+	before := subtaskView(t, s.Snapshot(), "count#1").RecordsIn
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.Status == JobRestarting }, 100000)
+	require.NoError(t, err)
+	var at time.Duration
+	for _, e := range log.kinds(EvJobStatus) {
+		if e.Status == string(JobRestarting) {
+			at = e.At
+			assert.Contains(t, e.Message, "heartbeat of TaskManager tm-2 timed out")
+		}
+	}
+	assert.Equal(t, 3*time.Second, at-crashAt, "noticed exactly one heartbeat timeout later")
+	assert.Equal(t, before, subtaskView(t, s.Snapshot(), "count#1").RecordsIn, "count#1 on the dead TaskManager processed nothing meanwhile")
+}

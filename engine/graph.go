@@ -52,6 +52,10 @@ type taskManager struct {
 	localDir string // where pebble working directories live; wiped on a crash
 	// incarnation counts restarts, so directories of a lost incarnation are never reused.
 	incarnation int
+	// lostDirs are local disks of crashed incarnations still to wipe: a
+	// dead TaskManager's subtasks keep their goroutines until the
+	// JobManager notices (heartbeat timeout) and cancels them.
+	lostDirs []string
 }
 
 // execution is one deployment of the job graph (an attempt): its subtasks

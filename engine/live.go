@@ -391,6 +391,11 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			return
 		case <-l.gate():
 		}
+		if t.dead.Load() {
+			// Its TaskManager died: nothing more until it is cancelled.
+			<-ctx.Done()
+			return
+		}
 		worked := false
 		if m, ok := t.popCtl(); ok {
 			t.now = l.now()

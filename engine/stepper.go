@@ -129,6 +129,9 @@ func (s *Stepper) candidates(buf []candidate) []candidate {
 	c := s.c
 	if ex := c.ex; ex != nil {
 		for _, t := range ex.tasks {
+			if t.dead.Load() {
+				continue
+			}
 			if t.getStatus() == TaskRunning {
 				space := t.hasOutputSpace()
 				if t.src != nil && space && t.src.pollable() && int64(s.clock) >= t.src.nextPoll {
@@ -171,7 +174,7 @@ func (s *Stepper) nextWake() (time.Duration, bool) {
 	}
 	if ex := s.c.ex; ex != nil {
 		for _, t := range ex.tasks {
-			if t.src != nil && t.getStatus() == TaskRunning && t.src.pollable() && t.hasOutputSpace() {
+			if t.src != nil && !t.dead.Load() && t.getStatus() == TaskRunning && t.src.pollable() && t.hasOutputSpace() {
 				w := time.Duration(t.src.nextPoll)
 				if !ok || w < at {
 					at, ok = w, true

@@ -102,8 +102,12 @@ type subtask struct {
 	name  string
 
 	status atomic.Value // TaskStatus
-	tm     *taskManager
-	slot   int
+	// dead is set when the subtask's TaskManager died: it does nothing
+	// more, while the JobManager still believes it RUNNING until the
+	// heartbeat timeout.
+	dead atomic.Bool
+	tm   *taskManager
+	slot int
 
 	inputs    []*channel
 	inputEdge []int

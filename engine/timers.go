@@ -14,6 +14,7 @@ const (
 	timerRestart                          // the restart delay of attempt elapsed
 	timerAck                              // a subtask's acknowledgement arrives (its asynchronous part done)
 	timerSlotRequest                      // slot.request.timeout of attempt elapsed
+	timerHeartbeat                        // the heartbeat of TaskManager tm timed out
 )
 
 // timer is one pending JobManager timer.
@@ -22,6 +23,7 @@ type timer struct {
 	id      int64
 	attempt int
 	msg     jmMsg
+	tm      string
 }
 
 // fire runs a due timer in the JobManager's context.
@@ -37,13 +39,18 @@ func (c *core) fire(tm timer) {
 		if c.attempt == tm.attempt && c.status == JobRestarting {
 			c.deploy()
 		}
+	case timerHeartbeat:
+		if c.attempt == tm.attempt {
+			c.heartbeatTimedOut(tm.tm)
+		}
 	case timerSlotRequest:
 		if c.attempt == tm.attempt && c.waiting && !c.terminal {
 			c.fail(nil, fmt.Sprintf("NoResourceAvailableException: could not acquire the %d slots the job needs within slot.request.timeout (%v)",
 				slotsNeeded(c.par), c.spec.Cluster.SlotRequestTimeout.D()))
 		}
 	case timerAck:
-		if st := tm.msg.task.getStatus(); st == TaskRunning || st == TaskFinished {
+		// A subtask whose TaskManager died never finishes its upload.
+		if st := tm.msg.task.getStatus(); (st == TaskRunning || st == TaskFinished) && !tm.msg.task.dead.Load() {
 			c.drv.sendJM(tm.msg)
 		}
 	}
