@@ -311,8 +311,12 @@ type ClassroomStatus struct {
 }
 
 func (srv *Server) handleClassroomStatus(w http.ResponseWriter, r *http.Request) {
+	if srv.joinThrottled(w, r) {
+		return
+	}
 	room := srv.ext.rooms.get(srv, NormalizeCode(r.PathValue("code")))
 	if room == nil {
+		srv.joinFailed(r)
 		writeJSON(w, http.StatusNotFound, apiError{CodeUnknownRoom, fmt.Sprintf("there is no classroom %q; check the code on the projector", r.PathValue("code"))})
 		return
 	}
@@ -424,6 +428,9 @@ func (srv *Server) roomPage(w http.ResponseWriter, r *http.Request, room *classr
 }
 
 func (srv *Server) handlePresenter(w http.ResponseWriter, r *http.Request) {
+	if srv.joinThrottled(w, r) {
+		return
+	}
 	code := NormalizeCode(r.PathValue("code"))
 	room := srv.ext.rooms.get(srv, code)
 	if room == nil {
@@ -432,6 +439,7 @@ func (srv *Server) handlePresenter(w http.ResponseWriter, r *http.Request) {
 	}
 	token := r.URL.Query().Get("token")
 	if !room.checkToken(token) {
+		srv.joinFailed(r)
 		p := srv.page(w, r, "classroom", "classroom.title")
 		srv.render(w, r, http.StatusForbidden, pages.NotFound(p, fmt.Sprintf(p.T("classroom.badToken"), room.Code, "/join/"+room.Code)))
 		return
@@ -440,6 +448,9 @@ func (srv *Server) handlePresenter(w http.ResponseWriter, r *http.Request) {
 }
 
 func (srv *Server) handleFollower(w http.ResponseWriter, r *http.Request) {
+	if srv.joinThrottled(w, r) {
+		return
+	}
 	room := srv.ext.rooms.get(srv, NormalizeCode(r.PathValue("code")))
 	if room == nil {
 		srv.unknownRoom(w, r)
@@ -449,6 +460,7 @@ func (srv *Server) handleFollower(w http.ResponseWriter, r *http.Request) {
 }
 
 func (srv *Server) unknownRoom(w http.ResponseWriter, r *http.Request) {
+	srv.joinFailed(r)
 	p := srv.page(w, r, "classroom", "classroom.title")
 	srv.render(w, r, http.StatusNotFound, pages.JoinForm(p, fmt.Sprintf(p.T("classroom.unknown"), r.PathValue("code"))))
 }
@@ -470,8 +482,12 @@ func (srv *Server) handleJoinForm(w http.ResponseWriter, r *http.Request) {
 
 // handleQR draws the join URL's QR code.
 func (srv *Server) handleQR(w http.ResponseWriter, r *http.Request) {
+	if srv.joinThrottled(w, r) {
+		return
+	}
 	room := srv.ext.rooms.get(srv, NormalizeCode(r.PathValue("code")))
 	if room == nil {
+		srv.joinFailed(r)
 		http.Error(w, "no such classroom", http.StatusNotFound)
 		return
 	}

@@ -2,11 +2,15 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Cross-site request checks. A browser tells the server where a request
@@ -131,3 +135,94 @@ func (srv *Server) checkHost(next http.Handler) http.Handler {
 
 // hostSet is the allowlist, replaced whole when SetPublicURL adds a host.
 type hostSet struct{ m map[string]bool }
+
+// Join throttling. A classroom code has 31^6 values and a presenter token
+// 256 bits, but nothing stopped one machine from trying thousands of codes
+// (the review sent 2,000 wrong codes and 300 wrong tokens). Each client
+// address may fail joinBurst times, then one more time every joinEvery;
+// past that it gets 429 Too Many Requests with Retry-After, on the join and
+// presenter pages, the classroom API and the WebSocket. Right codes never
+// count, so a class of 64 behind one address joins freely.
+const (
+	joinBurst = 20
+	joinEvery = 3 * time.Second
+)
+
+type joinGuard struct {
+	mu sync.Mutex
+	m  map[string]*joinBucket
+}
+
+type joinBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *joinBucket) refill(now time.Time) {
+	b.tokens = min(joinBurst, b.tokens+now.Sub(b.last).Seconds()/joinEvery.Seconds())
+	b.last = now
+}
+
+// clientAddr is the request's client address (the peer's; no forwarding
+// header is trusted).
+func clientAddr(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
+// wait is how long addr must wait before its next attempt (0: now).
+func (g *joinGuard) wait(addr string, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.m[addr]
+	if b == nil {
+		return 0
+	}
+	b.refill(now)
+	if b.tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - b.tokens) * float64(joinEvery))
+}
+
+// failed counts a wrong code or token from addr.
+func (g *joinGuard) failed(addr string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[string]*joinBucket{}
+	}
+	b := g.m[addr]
+	if b == nil {
+		if len(g.m) >= 10_000 { // forget addresses that have waited enough
+			for a, o := range g.m {
+				if o.refill(now); o.tokens >= joinBurst {
+					delete(g.m, a)
+				}
+			}
+		}
+		b = &joinBucket{tokens: joinBurst, last: now}
+		g.m[addr] = b
+	}
+	b.refill(now)
+	b.tokens = max(b.tokens-1, 0)
+}
+
+// joinThrottled answers 429 with Retry-After when r's address has failed
+// too often, and reports whether it did.
+func (srv *Server) joinThrottled(w http.ResponseWriter, r *http.Request) bool {
+	d := srv.joins.wait(clientAddr(r), time.Now())
+	if d <= 0 {
+		return false
+	}
+	secs := int(math.Ceil(d.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, fmt.Sprintf("too many wrong classroom codes or presenter tokens from this address; wait %d seconds, then check the code on the projector (or use the presenter URL printed when the classroom was created)", secs), http.StatusTooManyRequests)
+	return true
+}
+
+// joinFailed counts a wrong code or token from r's address.
+func (srv *Server) joinFailed(r *http.Request) { srv.joins.failed(clientAddr(r), time.Now()) }

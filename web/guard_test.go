@@ -1,16 +1,23 @@
 package web
 
 import (
+	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/engine"
 )
 
 // postClassroomForm posts the /classroom start form with the given headers
@@ -135,4 +142,126 @@ func TestHostAllowlistStopsDNSRebinding(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, do("GET", "/", "192.168.1.20:"+port, nil), "a LAN address before it is the public URL")
 	ts.srv.SetPublicURL("http://192.168.1.20:" + port)
 	assert.Equal(t, http.StatusOK, do("GET", "/", "192.168.1.20:"+port, nil), "the LAN address the server prints")
+}
+
+// TestSlowClientIsClosedWith1008: finding 6. A viewer that reads too slowly
+// is dropped with close status 1008 "too slow", as docs/protocol.md says;
+// it used to see the connection cut (1006) because the server first tried
+// to write every frame still queued for it.
+func TestSlowClientIsClosedWith1008(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.SendBuffer = 8; c.FrameInterval = 5 * time.Millisecond })
+	fast := ts.dial("template=wordcount", nil)
+	id := readUntil(t, fast, "snapshot", "")["session"].(string)
+	// A small receive buffer, so few frames wait in the kernel.
+	d := websocket.Dialer{ReadBufferSize: 1024, WriteBufferSize: 1024, NetDial: func(network, addr string) (net.Conn, error) {
+		c, err := net.Dial(network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(16 << 10)
+		}
+		return c, err
+	}}
+	slow, resp, err := d.Dial(ts.wsURL("session="+id), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer slow.Close()
+	eng := ts.f.engine(0)
+	eventually(t, 5*time.Second, func() bool { return ts.srv.Stats().Clients == 2 && eng.subscribers() == 1 }, "two viewers")
+	go func() { // the fast viewer keeps reading
+		for {
+			if _, _, err := fast.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	big := strings.Repeat("x", 512<<10)
+	deadline := time.Now().Add(40 * time.Second)
+	for ts.srv.Stats().DroppedClients == 0 && time.Now().Before(deadline) {
+		eng.publish(engine.Event{Kind: engine.EvCommand, Message: big})
+		time.Sleep(2 * time.Millisecond)
+	}
+	require.EqualValues(t, 1, ts.srv.Stats().DroppedClients, "the slow viewer is dropped")
+	// It now reads, slowly: one message every 1.2 s (each write to it
+	// waits that long for room in the socket).
+	require.NoError(t, slow.SetReadDeadline(time.Now().Add(90*time.Second)))
+	for {
+		_, _, err := slow.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			require.ErrorAs(t, err, &ce, "a close frame, not a cut connection: %v", err)
+			assert.Equal(t, websocket.ClosePolicyViolation, ce.Code)
+			assert.Contains(t, ce.Text, "too slow")
+			return
+		}
+		time.Sleep(1200 * time.Millisecond)
+	}
+}
+
+// TestJoinsAreThrottled: finding 6. Wrong classroom codes and presenter
+// tokens from one address are answered with 429 and Retry-After once it has
+// failed joinBurst times, on the pages, the API and the WebSocket; the
+// honest user is told what to do.
+func TestJoinsAreThrottled(t *testing.T) {
+	ts := newTestServer(t, nil)
+	status, info := ts.createClassroom("", nil)
+	require.Equal(t, http.StatusCreated, status)
+	code := info["code"].(string)
+	get := func(path string) *http.Response {
+		resp, err := http.Get(ts.hs.URL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	for i := range joinBurst {
+		assert.Equal(t, http.StatusNotFound, get(fmt.Sprintf("/api/classrooms/ZZZZ%02d", i)).StatusCode)
+	}
+	for _, path := range []string{"/join/ZZZZZZ", "/api/classrooms/ZZZZZZ", "/classroom/" + code + "?token=guess", "/join/" + code} {
+		resp := get(path)
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, path)
+		n, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		assert.NoError(t, err, "Retry-After is a number of seconds")
+		assert.Positive(t, n)
+	}
+	_, resp, err := websocketDial(ts, "classroom="+code+"&token=guess", nil)
+	require.Error(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the WebSocket too")
+	req, _ := http.NewRequest(http.MethodGet, ts.hs.URL+"/api/classrooms/ZZZZZZ", nil)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), "check the code on the projector")
+
+	// Wrong presenter tokens over the WebSocket count too (a fresh server).
+	ts2 := newTestServer(t, nil)
+	_, info = ts2.createClassroom("", nil)
+	code = info["code"].(string)
+	for range joinBurst {
+		e := openError(t, ts2, "classroom="+code+"&token=guess")
+		assert.Equal(t, CodeForbidden, e["code"])
+	}
+	_, resp, err = websocketDial(ts2, "classroom="+code+"&token=guess", nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+}
+
+// TestNotFoundLinksStayOnSite: finding 6. The 404 page's language links
+// repeat the path; /%2F%2Fevil.example/x made them //evil.example/x, a link
+// to another site.
+func TestNotFoundLinksStayOnSite(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for _, path := range []string{"/%2F%2Fevil.example/x", "/%5C%5Cevil.example/x", "/%2F/evil.example"} {
+		resp, err := http.Get(ts.hs.URL + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		for _, m := range regexp.MustCompile(`href="([^"]*)"`).FindAllStringSubmatch(string(body), -1) {
+			href := html.UnescapeString(m[1])
+			u, err := url.Parse(href)
+			require.NoError(t, err, href)
+			assert.Empty(t, u.Host, "%s: link %q leaves the site", path, href)
+			assert.False(t, strings.HasPrefix(href, "//") || strings.HasPrefix(href, "/\\"), "%s: link %q", path, href)
+		}
+	}
 }

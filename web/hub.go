@@ -31,6 +31,11 @@ type client struct {
 	// accesses).
 	closeCode int
 	closeText string
+	// dropped is closed by the hub when it drops the client as too slow:
+	// the writer then skips the frames still queued and sends the close
+	// frame (1008) next, so a slowly reading client gets it instead of a
+	// connection cut mid-backlog (1006).
+	dropped chan struct{}
 	// lim is the client's command rate limiter, used only by its reader.
 	lim *tokenBucket
 
@@ -141,6 +146,9 @@ func (h *hub) deliver(c *client, frame []byte) {
 	case c.send <- frame:
 	default:
 		h.dropped.Add(1)
+		if c.dropped != nil {
+			close(c.dropped)
+		}
 		h.remove(c, websocket.ClosePolicyViolation, "too slow: the connection fell behind the event stream; reconnect to get a fresh snapshot")
 	}
 }
@@ -204,6 +212,21 @@ func (c *client) writer() {
 	}()
 	for {
 		select {
+		case <-c.dropped:
+			// Too slow: the close frame goes next, behind only what the
+			// socket already holds; the client gets writeWait to read it.
+			// Discard the queued frames until the hub closes send, after
+			// which closeCode and closeText may be read.
+			for range c.send {
+			}
+			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+			_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, truncateClose(c.closeText)))
+			return
+		default:
+		}
+		select {
+		case <-c.dropped:
+			continue
 		case frame, ok := <-c.send:
 			if !ok {
 				_ = c.ws.SetWriteDeadline(time.Now().Add(time.Second))

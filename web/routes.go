@@ -56,9 +56,21 @@ func (srv *Server) page(w http.ResponseWriter, r *http.Request, active, titleKey
 	for _, l := range Languages {
 		q := r.URL.Query()
 		q.Set("lang", l.Code)
-		p.LangLinks = append(p.LangLinks, pages.LangLink{Code: l.Code, Name: l.Name, Href: r.URL.Path + "?" + q.Encode(), Current: l.Code == lang})
+		p.LangLinks = append(p.LangLinks, pages.LangLink{Code: l.Code, Name: l.Name, Href: localPath(r) + "?" + q.Encode(), Current: l.Code == lang})
 	}
 	return p
+}
+
+// localPath is r's path as a link that stays on this site: escaped as it
+// came (so /%2F%2Fevil.example/x stays one path, not a link to another
+// host), and never starting with // or /\, which a browser reads as
+// another host.
+func localPath(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if p == "" || p[0] != '/' {
+		return "/"
+	}
+	return "/" + strings.TrimLeft(p, "/\\")
 }
 
 // render writes c as a whole page; a render error becomes a 500 before

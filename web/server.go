@@ -174,8 +174,10 @@ type Server struct {
 	ext serverExt
 	// images counts the images kept by every session (images.go).
 	images atomic.Int64
-	// hosts is the Host allowlist (guard.go).
+	// hosts is the Host allowlist; joins counts wrong classroom codes and
+	// tokens per client address (guard.go).
 	hosts atomic.Pointer[hostSet]
+	joins joinGuard
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -325,6 +327,9 @@ func securityHeaders(next http.Handler) http.Handler {
 func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	srv.conns.Add(1)
 	defer srv.conns.Done()
+	if r.URL.Query().Has("classroom") && srv.joinThrottled(w, r) {
+		return
+	}
 	ws, err := srv.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered (403 for a foreign origin)
@@ -332,6 +337,9 @@ func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(srv.cfg.ReadLimit)
 	s, role, release, pe := srv.openConn(r.URL.Query())
 	defer release()
+	if pe != nil && (pe.Code == CodeUnknownRoom || pe.Code == CodeForbidden) {
+		srv.joinFailed(r)
+	}
 	if pe != nil {
 		// Say why in a message the page can show, then close.
 		_ = ws.SetWriteDeadline(time.Now().Add(writeWait))
@@ -340,7 +348,7 @@ func (srv *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close()
 		return
 	}
-	c := &client{ws: ws, send: make(chan []byte, srv.cfg.SendBuffer), session: s, role: role,
+	c := &client{ws: ws, send: make(chan []byte, srv.cfg.SendBuffer), dropped: make(chan struct{}), session: s, role: role,
 		lim: newTokenBucket(srv.cfg.CommandRate, srv.cfg.CommandBurst)}
 	go c.writer()
 	if !s.join(c) {
