@@ -53,7 +53,12 @@ func TestLoadFilesBesideMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.LoadFiles(dir, 1<<20)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	m.LoadFiles(root.FS(), dir, 1<<20)
 	if m.LoadedFiles != 1 || len(m.FileProblems) != 2 {
 		t.Fatalf("loaded %d, problems %q", m.LoadedFiles, m.FileProblems)
 	}
@@ -72,9 +77,15 @@ func TestLoadFilesBesideMetadata(t *testing.T) {
 	if k := rep.Operators[0].Subtasks[0].KeyedState[0]; k.Location != "kg-state" || k.Values == nil {
 		t.Errorf("%+v", k)
 	}
+	// The page's in-memory directory reads the same file.
+	m3, _ := Read(x.bytes())
+	m3.LoadFiles(MemFS{"kg-state": data}, "", 1<<20)
+	if m3.LoadedFiles != 1 || DecodeKeyedState(m3.Operators[0].Subtasks[0].ManagedKeyedState, 128).States[0].Entries != 1 {
+		t.Errorf("in memory: loaded %d, problems %q", m3.LoadedFiles, m3.FileProblems)
+	}
 	// A budget smaller than the file reads nothing.
 	m2, _ := Read(x.bytes())
-	m2.LoadFiles(dir, 10)
+	m2.LoadFiles(root.FS(), dir, 10)
 	if m2.LoadedFiles != 0 {
 		t.Errorf("read %d files over budget", m2.LoadedFiles)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,19 +37,34 @@ func (srv *Server) handleSavepointPage(w http.ResponseWriter, r *http.Request) {
 	srv.render(w, r, http.StatusOK, pages.Savepoint(p, pages.SavepointForm{MaxBytes: MaxSavepointUpload}))
 }
 
-// readMetadataUpload checks the origin, reads the body (the raw bytes of a
-// _metadata file) within the limit and parses it. On failure it has written
-// the JSON error.
+// maxUploadParts bounds the files of one directory upload.
+const maxUploadParts = 10000
+
+// readMetadataUpload checks the origin, reads the upload within the limit and
+// parses it. The upload is either the raw bytes of a _metadata file, or
+// multipart/form-data from a directory pick: a part named "metadata" with the
+// _metadata, and one part per other file named "path:<its path in the
+// directory>", from which the state files the metadata points at are read
+// (savepoint.Metadata.LoadFiles over an in-memory file system). Nothing is
+// written anywhere. On failure it has written the JSON error.
 func (srv *Server) readMetadataUpload(w http.ResponseWriter, r *http.Request) (*savepoint.Metadata, bool) {
 	if !srv.checkOrigin(r) {
 		writeJSON(w, http.StatusForbidden, apiError{CodeForbidden, "requests from another site's page are refused; open StateLab's own /savepoint page"})
 		return nil, false
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxSavepointUpload))
+	body := http.MaxBytesReader(w, r.Body, MaxSavepointUpload)
+	var b []byte
+	files := savepoint.MemFS{}
+	var err error
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		b, err = readDirectoryUpload(r, body, files)
+	} else {
+		b, err = io.ReadAll(body)
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeJSON(w, http.StatusRequestEntityTooLarge, apiError{CodeTooLarge, fmt.Sprintf("the file is larger than %d MiB, the most this page reads; run 'statelab savepoint inspect PATH' on your machine instead", MaxSavepointUpload>>20)})
+		writeJSON(w, http.StatusRequestEntityTooLarge, apiError{CodeTooLarge, fmt.Sprintf("the upload is larger than %d MiB, the most this page reads; run 'statelab savepoint inspect PATH' on your machine instead", MaxSavepointUpload>>20)})
 		return nil, false
 	case err != nil:
 		writeJSON(w, http.StatusBadRequest, apiError{CodeBadArgs, "the upload could not be read: " + err.Error()})
@@ -66,7 +82,43 @@ func (srv *Server) readMetadataUpload(w http.ResponseWriter, r *http.Request) (*
 		writeJSON(w, http.StatusBadRequest, apiError{code, strings.TrimPrefix(err.Error(), "savepoint: ")})
 		return nil, false
 	}
+	if len(files) > 0 {
+		m.LoadFiles(files, "", MaxSavepointUpload)
+	}
 	return m, true
+}
+
+// readDirectoryUpload reads a directory pick's parts into files and returns
+// the _metadata's bytes.
+func readDirectoryUpload(r *http.Request, body io.ReadCloser, files savepoint.MemFS) ([]byte, error) {
+	r.Body = body
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, err
+	}
+	var meta []byte
+	for n := 0; ; n++ {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return meta, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n >= maxUploadParts {
+			return nil, fmt.Errorf("more than %d files", maxUploadParts)
+		}
+		data, err := io.ReadAll(part)
+		if err != nil {
+			return nil, err
+		}
+		switch name := part.FormName(); {
+		case name == "metadata":
+			meta = data
+		case strings.HasPrefix(name, "path:"):
+			files[strings.TrimPrefix(name, "path:")] = data
+		}
+	}
 }
 
 // handleSavepointInspect answers an uploaded _metadata with the report the

@@ -142,3 +142,61 @@ func TestBrowserSavepointReportFitsAndIsAccessible(t *testing.T) {
 	}
 	j.window("390-plan")
 }
+
+// operatorStateDir writes a savepoint directory as Flink lays out one whose
+// operator state is too large to inline: _metadata (version 4) with one
+// operator whose subtask 0 keeps a list state "words" (StringSerializer,
+// SPLIT_DISTRIBUTE) in the file "op-0" beside it (RelativeFileStateHandle).
+func operatorStateDir(t *testing.T) string {
+	var st bytes.Buffer
+	put := func(b *bytes.Buffer, vs ...any) {
+		for _, v := range vs {
+			if s, ok := v.(string); ok {
+				require.NoError(t, binary.Write(b, binary.BigEndian, uint16(len(s))))
+				b.WriteString(s)
+				continue
+			}
+			require.NoError(t, binary.Write(b, binary.BigEndian, v))
+		}
+	}
+	// OperatorBackendSerializationProxy v6: one list state, no broadcast state.
+	put(&st, int32(6), uint16(1), "words", int32(1), int32(1), "OPERATOR_STATE_DISTRIBUTION_MODE", "SPLIT_DISTRIBUTE",
+		int32(1), "VALUE_SERIALIZER", int32(2), "org.apache.flink.api.common.typeutils.base.StringSerializer$StringSerializerSnapshot", int32(3), uint16(0))
+	var offsets []int64
+	for _, w := range []string{"hello", "world"} {
+		offsets = append(offsets, int64(st.Len()))
+		st.WriteByte(byte(len(w) + 1)) // StringValue: length+1, then the characters
+		st.WriteString(w)
+	}
+	var md bytes.Buffer
+	put(&md, int32(0x4960672d), int32(4), int64(5), int32(0), int32(1))
+	put(&md, int64(1), int64(2), int32(1), int32(128), byte(0), int32(1))
+	put(&md, int32(0), int32(1), byte(4), int32(1), "words", byte(0), int32(len(offsets)))
+	for _, o := range offsets {
+		put(&md, o)
+	}
+	put(&md, byte(6), "op-0", int64(st.Len()))
+	put(&md, int32(0), byte(0), byte(0), int32(0), int32(0))
+	md.Write([]byte{0xAC, 0xED, 0x00, 0x05, 0x70})
+	dir := filepath.Join(t.TempDir(), "savepoint-1a2b3c-4d5e6f7a8b9c")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "_metadata"), md.Bytes(), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "op-0"), st.Bytes(), 0o600))
+	return dir
+}
+
+// Picking the savepoint directory sends its state files with _metadata, so
+// state that is not inline is decoded too.
+func TestBrowserSavepointDirectoryPickReadsStateFiles(t *testing.T) {
+	dir := operatorStateDir(t)
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/savepoint?lang=en"))
+	b.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
+	b.run(chromedp.SetUploadFiles(chromedp.CSS(`#sp-dir`), []string{dir}))
+	b.waitJS(30*time.Second, "the report", `document.querySelectorAll('.sp-operator').length > 0`)
+	assert.Contains(t, eval[string](b, `document.getElementById('sp-status').textContent`), "Read 1 state files")
+	values := eval[[]string](b, `[...document.querySelectorAll('.sp-list[data-state="words"] .sp-value')].map(e => e.textContent)`)
+	require.Len(t, values, 2)
+	assert.Contains(t, values[0], "hello")
+	assert.Contains(t, values[1], "world")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -109,4 +110,38 @@ func TestSavepointAPI(t *testing.T) {
 	status, body = postMetadata(t, ts.hs.URL+"/api/savepoint/inspect", nil, nil)
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, body["message"], "empty")
+}
+
+// A directory pick arrives as multipart: _metadata and the state files beside
+// it; the values in the files are decoded, and a path that would leave the
+// directory is not read.
+func TestSavepointAPIDirectoryUpload(t *testing.T) {
+	ts := newTestServer(t, nil)
+	dir := operatorStateDir(t)
+	meta, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+	require.NoError(t, err)
+	state, err := os.ReadFile(filepath.Join(dir, "op-0"))
+	require.NoError(t, err)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, _ := mw.CreateFormFile("metadata", "_metadata")
+	part.Write(meta)
+	part, _ = mw.CreateFormFile("path:op-0", "op-0")
+	part.Write(state)
+	require.NoError(t, mw.Close())
+	status, rep := postMetadata(t, ts.hs.URL+"/api/savepoint/inspect", body.Bytes(), map[string]string{"Content-Type": mw.FormDataContentType()})
+	require.Equal(t, http.StatusOK, status, rep)
+	assert.EqualValues(t, 1, rep["loadedFiles"])
+	lists := rep["operators"].([]any)[0].(map[string]any)["subtasks"].([]any)[0].(map[string]any)["operatorState"].([]any)
+	require.Len(t, lists, 1)
+	vals := lists[0].(map[string]any)["values"].([]any)
+	require.Len(t, vals, 2)
+	assert.Equal(t, "hello", vals[0].(map[string]any)["value"])
+	assert.Equal(t, "world", vals[1].(map[string]any)["value"])
+
+	// Without the file: the values are not decoded, and the report says why.
+	status, rep = postMetadata(t, ts.hs.URL+"/api/savepoint/inspect", meta, nil)
+	require.Equal(t, http.StatusOK, status)
+	l := rep["operators"].([]any)[0].(map[string]any)["subtasks"].([]any)[0].(map[string]any)["operatorState"].([]any)[0].(map[string]any)
+	assert.Contains(t, l["notDecoded"], "outside the _metadata file")
 }

@@ -90,7 +90,13 @@ func loadMetadata(path string) (*savepoint.Metadata, string, error) {
 	}
 	// State too large to inline sits in files beside _metadata; read those
 	// (never outside the directory) so their values decode too.
-	m.LoadFiles(filepath.Dir(path), maxMetadataBytes)
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err == nil {
+		if root, err := os.OpenRoot(dir); err == nil {
+			m.LoadFiles(root.FS(), dir, maxMetadataBytes)
+			root.Close()
+		}
+	}
 	return m, path, nil
 }
 

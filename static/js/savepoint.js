@@ -34,9 +34,9 @@ async function post(path, body) {
   const headers = { Accept: 'application/json' };
   if (!(body instanceof FormData)) headers['Content-Type'] = 'application/octet-stream';
   const r = await fetch(path, { method: 'POST', body, headers });
-  const body = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(body.message || t('savepoint.err.http', { status: r.status }));
-  return body;
+  const answer = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(answer.message || t('savepoint.err.http', { status: r.status }));
+  return answer;
 }
 
 // load sends a _metadata file (blob), or with a directory pick also the
