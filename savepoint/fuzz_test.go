@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"runtime"
 	"testing"
 )
 
@@ -22,6 +23,16 @@ func FuzzRead(f *testing.F) {
 		f.Add(x.bytes())
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		defer func() {
+			// Allocation stays a small multiple of the input (plus the
+			// rescale plan's fixed arrays, at most 32768 key groups).
+			runtime.ReadMemStats(&after)
+			if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(200*len(b)+16<<20); got > limit {
+				t.Fatalf("%d bytes of input allocated %d bytes (limit %d)", len(b), got, limit)
+			}
+		}()
 		m, err := Read(b)
 		if err != nil {
 			return
