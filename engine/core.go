@@ -41,6 +41,10 @@ type driver interface {
 	after(d time.Duration, tm timer)
 	// sendJM delivers a subtask's message to the JobManager.
 	sendJM(m jmMsg)
+	// stopTask stops one subtask (a region failover) and returns when it
+	// no longer runs; startTask runs a new attempt of one.
+	stopTask(t *subtask)
+	startTask(t *subtask)
 }
 
 // Options configure a driver.
@@ -110,9 +114,12 @@ type core struct {
 	// checkpoint history).
 	restoreOverride int64
 	ignored         map[int64]bool
-	truthCache      map[string]truth
-	cmpCache        map[string]cmpEntry
-	offCache        offsetsCache
+	// region is a pipelined region waiting to restart (region.go).
+	region      *regionPending
+	regionEpoch int
+	truthCache  map[string]truth
+	cmpCache    map[string]cmpEntry
+	offCache    offsetsCache
 }
 
 // offsetsCache holds the source offsets of the newest retained checkpoint.
@@ -316,7 +323,7 @@ func (c *core) deploy() {
 		return
 	}
 	c.restoreOverride = 0
-	c.abortDanglingTransactions(meta)
+	c.abortDanglingTransactions(meta, nil)
 	for _, t := range ex.tasks {
 		t.setStatus(TaskScheduled)
 	}
@@ -388,6 +395,23 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 	if meta == nil {
 		return nil, nil, nil
 	}
+	out, err := c.restoreSpecs(ex, meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	if meta.Savepoint {
+		c.recoverable[meta.CheckpointID] = true
+	}
+	// Counted when the subtasks have really restored it (restoreDone), not
+	// now: a job waiting for slots has restored nothing yet.
+	ex.restore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint}
+	return out, meta, nil
+}
+
+// restoreSpecs computes every subtask's share of checkpoint meta: keyed
+// state by key-group range intersection, operator state by Flink's
+// round-robin repartitioner.
+func (c *core) restoreSpecs(ex *execution, meta *state.CheckpointMetadata) (map[*subtask]*restoreSpec, error) {
 	out := map[*subtask]*restoreSpec{}
 	for _, eo := range ex.ops {
 		old := meta.Operator(eo.spec.ID)
@@ -395,7 +419,7 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 			continue // an operator the checkpoint does not know starts empty
 		}
 		if old.MaxParallelism != eo.maxPar {
-			return nil, nil, fmt.Errorf("operator %s: checkpoint %d has max parallelism %d, the job %d; max parallelism cannot change after the first checkpoint",
+			return nil, fmt.Errorf("operator %s: checkpoint %d has max parallelism %d, the job %d; max parallelism cannot change after the first checkpoint",
 				eo.spec.ID, meta.CheckpointID, old.MaxParallelism, eo.maxPar)
 		}
 		oldOps := make([]*state.OperatorSnapshot, old.Parallelism)
@@ -408,13 +432,13 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 		}
 		backends, err := state.RestoreOperatorBackends(oldOps, eo.parallelism)
 		if err != nil {
-			return nil, nil, fmt.Errorf("operator %s: %w", eo.spec.ID, err)
+			return nil, fmt.Errorf("operator %s: %w", eo.spec.ID, err)
 		}
 		var plan *rescale.Plan
 		if eo.keyed() {
 			p, err := rescale.NewPlan(eo.maxPar, old.Parallelism, eo.parallelism)
 			if err != nil {
-				return nil, nil, fmt.Errorf("operator %s: %w", eo.spec.ID, err)
+				return nil, fmt.Errorf("operator %s: %w", eo.spec.ID, err)
 			}
 			plan = &p
 		}
@@ -437,13 +461,7 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 				Message: rescalePlanMessage(info)})
 		}
 	}
-	if meta.Savepoint {
-		c.recoverable[meta.CheckpointID] = true
-	}
-	// Counted when the subtasks have really restored it (restoreDone), not
-	// now: a job waiting for slots has restored nothing yet.
-	ex.restore = &RestoreStats{Checkpoint: meta.CheckpointID, Savepoint: meta.Savepoint}
-	return out, meta, nil
+	return out, nil
 }
 
 func rescalePlanMessage(info *RescaleInfo) string {
@@ -456,7 +474,7 @@ func rescalePlanMessage(info *RescaleInfo) string {
 
 // abortDanglingTransactions aborts the sink transactions of the failed
 // attempt that the restored checkpoint does not carry.
-func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata) {
+func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata, only map[string]bool) {
 	for _, o := range c.spec.Operators {
 		store := c.sinks[o.ID]
 		if store == nil {
@@ -483,7 +501,7 @@ func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata) {
 				}
 			}
 		}
-		for _, e := range store.abortAfterRestore(keep) {
+		for _, e := range store.abortAfterRestore(keep, only) {
 			e.Operator = o.ID
 			c.publish(e)
 		}
@@ -496,6 +514,9 @@ func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata) {
 func (c *core) handleJM(m jmMsg) {
 	if c.ex == nil || m.attempt != c.ex.attempt || c.terminal {
 		return // from an execution that no longer exists
+	}
+	if m.task != nil && c.ex.byName[m.task.name] != m.task {
+		return // from a subtask whose region has restarted since
 	}
 	switch m.kind {
 	case jmRunning:
@@ -585,6 +606,16 @@ func (c *core) fail(failed *subtask, reason string) {
 	if c.terminal {
 		return
 	}
+	if region := c.regionCandidate(failed); region != nil {
+		ok, delay := c.rs.notifyFailure(c.restart, c.clock(), c.spec.Seed)
+		if ok {
+			c.regionFailover(failed, region, delay, reason)
+			return
+		}
+		c.giveUp(failed, reason)
+		return
+	}
+	c.region = nil // a global failover takes a pending region restart with it
 	c.counters.Failovers++
 	for _, p := range c.coord.pendingList() {
 		c.abortCheckpoint(p, JobFailure, "the job failed: "+reason)
@@ -604,11 +635,7 @@ func (c *core) fail(failed *subtask, reason string) {
 	c.failures++
 	ok, delay := c.rs.notifyFailure(c.restart, c.clock(), c.spec.Seed)
 	if !ok {
-		// FAILING only on the way to FAILED, as Flink's scheduler does.
-		c.setJobStatus(JobFailing, fmt.Sprintf("job %s is failing: %s", c.spec.Name, reason))
-		c.terminal = true
-		c.rs.restartAt = 0
-		c.setJobStatus(JobFailed, fmt.Sprintf("job %s failed: %s. Recovery is suppressed by %s: %s", c.spec.Name, reason, c.restart.className(), c.giveUpReason()))
+		c.giveUp(nil, reason)
 		return
 	}
 	c.rs.lastDelay, c.rs.restartAt = delay, c.clock()+delay
@@ -619,6 +646,24 @@ func (c *core) fail(failed *subtask, reason string) {
 	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts in %v (%s, restart %d%s): %s", c.spec.Name, delay, c.restart.Strategy, c.failures, of, reason))
 	c.counters.Restarts++
 	c.drv.after(delay, timer{kind: timerRestart, attempt: c.attempt})
+}
+
+// giveUp fails the job for good: the restart strategy refused. FAILING
+// only on the way to FAILED, as Flink's scheduler does. failed is set when
+// the execution still runs (it is cancelled here).
+func (c *core) giveUp(failed *subtask, reason string) {
+	c.setJobStatus(JobFailing, fmt.Sprintf("job %s is failing: %s", c.spec.Name, reason))
+	if failed != nil {
+		c.counters.Failovers++
+		c.failures++
+		for _, p := range c.coord.pendingList() {
+			c.abortCheckpoint(p, JobFailure, "the job failed: "+reason)
+		}
+		c.cancelExecution(failed)
+	}
+	c.terminal = true
+	c.rs.restartAt = 0
+	c.setJobStatus(JobFailed, fmt.Sprintf("job %s failed: %s. Recovery is suppressed by %s: %s", c.spec.Name, reason, c.restart.className(), c.giveUpReason()))
 }
 
 // giveUpReason says why the restart strategy refused, naming the option a

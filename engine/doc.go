@@ -11,7 +11,8 @@
 //   - JobSpec (LoadSpec reads YAML or JSON): operators with kind,
 //     parallelism, max parallelism (Flink's default when 0) and options;
 //     edges with a partitioner; backend; checkpointing; cluster; restart
-//     strategy; seed. Validate fills in defaults and says what is wrong.
+//     strategy; seed. Validate fills in defaults and says what is wrong;
+//     Effective gives the restart strategy in force.
 //   - Stepper: a deterministic driver. One event per Step (a batch, barrier
 //     or watermark at the head of a channel, a source poll, a message between
 //     JobManager and subtask, a due timer), chosen by a seeded RNG or oldest
@@ -32,7 +33,8 @@
 //     stepped to M equals a replay from step 0 to M).
 //   - Command (Do): crash-subtask, crash-taskmanager, restart-taskmanager,
 //     add-taskmanager (Slots optional: the cluster's slots per TaskManager
-//     by default), trigger-checkpoint, trigger-savepoint, rescale, inject.
+//     by default), trigger-checkpoint, trigger-savepoint, rescale, inject,
+//     restore (Checkpoint: a retained checkpoint or savepoint).
 //   - Event (Subscribe): typed, plain-data events; Kind says which fields are
 //     set; Message is a sentence for the event log.
 //   - Snapshot: the whole picture as plain data (job graph with subtasks,
@@ -123,19 +125,33 @@
 //     pending; completes n when every subtask acknowledged (metadata to
 //     checkpoint storage, older ones subsumed beyond the retained count);
 //     aborts on decline, timeout or failure.
-//  2. On a failure (crashed subtask, lost TaskManager whose local disk is
-//     wiped) cancels every subtask, aborts pending checkpoints and, if the
-//     restart strategy allows, restarts after its delay from the newest
-//     readable checkpoint (falling back past corrupt ones): sources seek to
-//     the checkpointed offsets, two-phase sinks commit the restored pending
+//  2. On a failure the restart strategy decides whether and when
+//     (restart.go, after Flink's RestartBackoffTimeStrategy classes; none
+//     without periodic checkpointing, exponential-delay with it). A failed
+//     subtask restarts with its pipelined region only (region.go,
+//     RestartPipelinedRegionFailoverStrategy: forward edges join subtask i
+//     with i, other edges join everything); anything else, or failover
+//     full, cancels every subtask. Job status goes RUNNING -> RESTARTING ->
+//     RUNNING, and FAILING -> FAILED when the strategy gives up. The restart
+//     restores the newest retained checkpoint: sources seek to the
+//     checkpointed offsets, two-phase sinks commit the restored pending
 //     transactions and everything else of the failed attempt is aborted.
-//     Without a checkpoint the job starts over with empty state.
+//     A broken checkpoint (missing file, CRC32C mismatch) fails the restore
+//     and the strategy applies again: there is no fallback; the restore
+//     command starts the job from an older one, as flink run -s would.
+//     Without a checkpoint the job starts over with empty state. A lost
+//     TaskManager's subtasks stop at once; the JobManager notices after the
+//     heartbeat timeout. Failed or expired checkpoints count toward
+//     tolerable-failed-checkpoints (cpfailure.go, CheckpointFailureManager)
+//     and past it fail the job over. A job short of slots fails after the
+//     slot request timeout. Every default is Flink's (defaults.go).
 //  3. Rescale(op, p) = stop-with-savepoint (sources stop after its barrier;
 //     sinks commit on its completion; subtasks FINISH), then a new execution
 //     restores from the savepoint: keyed state by key-group range
 //     intersection (rescale.NewPlan), operator state by Flink's round-robin
 //     repartitioner. Above max parallelism is refused with Flink's reason.
-//     Reactive mode rescales everything to the available slots.
+//     Reactive mode restarts from the latest completed checkpoint with as
+//     many subtasks as there are slots (the adaptive scheduler), no savepoint.
 //  4. Intermediate savepoints commit nothing and are not used for failover
 //     (Flink 1.15+); a savepoint the job restored from is.
 package engine

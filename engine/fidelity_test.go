@@ -405,3 +405,117 @@ func TestHeartbeatTimeout(t *testing.T) {
 	assert.Equal(t, 3*time.Second, at-crashAt, "noticed exactly one heartbeat timeout later")
 	assert.Equal(t, before, subtaskView(t, s.Snapshot(), "count#1").RecordsIn, "count#1 on the dead TaskManager processed nothing meanwhile")
 }
+
+// etlSpec: source (2 partitions) -> map -> sink, forward edges only,
+// parallelism 2: two pipelined regions.
+func etlSpec(records int) *JobSpec {
+	return &JobSpec{
+		Name: "etl", Seed: 11,
+		Operators: []OperatorSpec{
+			{ID: "source", Kind: KindSource, Parallelism: 2, Options: map[string]any{"partitions": 2, "records": records, "keys": 40}},
+			{ID: "map", Kind: KindMap, Parallelism: 2, Options: map[string]any{"fn": "upper"}},
+			{ID: "sink", Kind: KindSink, Parallelism: 2},
+		},
+		Edges: []EdgeSpec{
+			{From: "source", To: "map", Partitioner: Forward},
+			{From: "map", To: "sink", Partitioner: Forward},
+		},
+		Checkpointing: CheckpointingSpec{Interval: ms(50)},
+		Cluster:       ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1},
+	}
+}
+
+// Pipelined regions as SchedulingPipelinedRegionComputeUtil computes them:
+// a forward edge joins subtask i with i, an all-to-all edge joins all.
+func TestPipelinedRegions(t *testing.T) {
+	e := etlSpec(10)
+	require.NoError(t, e.Validate())
+	assert.Equal(t, [][]string{{"map#0", "sink#0", "source#0"}, {"map#1", "sink#1", "source#1"}},
+		e.PipelinedRegions(map[string]int{"source": 2, "map": 2, "sink": 2}))
+	w := wordCount(10, 2, 2, 0)
+	require.NoError(t, w.Validate())
+	regs := w.PipelinedRegions(map[string]int{"source": 2, "tokenizer": 2, "count": 2, "sink": 1})
+	assert.Len(t, regs, 1, "keyBy joins every subtask into one region")
+	assert.Len(t, regs[0], 7)
+}
+
+// Region failover (RestartPipelinedRegionFailoverStrategy, Flink's default
+// jobmanager.execution.failover-strategy): crashing source#0 of the etl job
+// restarts source#0, map#0 and sink#0 from the latest completed checkpoint;
+// the index-1 pipeline stays RUNNING throughout. With failover full, every
+// subtask restarts (RestartAllFailoverStrategy). Both drivers.
+func TestRegionFailover(t *testing.T) {
+	region := []string{"source#0", "map#0", "sink#0"}
+	other := []string{"source#1", "map#1", "sink#1"}
+	check := func(t *testing.T, log *eventLog, crashSeq int64, failover string) {
+		restarted := map[string]bool{}
+		for _, e := range log.kinds(EvTaskStatus) {
+			if e.Seq > crashSeq && (e.Status == string(TaskCanceled) || e.Status == string(TaskFailed)) {
+				restarted[e.Task] = true
+			}
+		}
+		for _, n := range region {
+			assert.True(t, restarted[n], "%s restarts", n)
+		}
+		for _, n := range other {
+			assert.Equal(t, failover == FailoverFull, restarted[n], "%s restarts only with failover full", n)
+		}
+	}
+	for _, failover := range []string{FailoverRegion, FailoverFull} {
+		t.Run("step/"+failover, func(t *testing.T) {
+			spec := etlSpec(4000)
+			spec.Cluster.Failover = failover
+			s, log := newTestStepper(t, spec)
+			_, err := s.RunUntil(func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed >= 2 && allRunning(s) }, 50000)
+			require.NoError(t, err)
+			crashSeq := s.c.seq.Load()
+			require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "source#0"}))
+			assert.Equal(t, JobRestarting, s.Snapshot().Job.Status)
+			if failover == FailoverRegion {
+				for _, n := range other {
+					assert.Equal(t, TaskRunning, subtaskView(t, s.Snapshot(), n).Status, "%s keeps running", n)
+				}
+				before := subtaskView(t, s.Snapshot(), "map#1").RecordsIn
+				s.Steps(200)
+				assert.Greater(t, subtaskView(t, s.Snapshot(), "map#1").RecordsIn, before, "the index-1 pipeline keeps working while region 0 waits for its restart")
+			}
+			_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.Status == JobRunning && allRunning(s) }, 50000)
+			require.NoError(t, err)
+			snap := s.Snapshot()
+			latest := snap.Checkpoints.LatestRestore
+			require.NotNil(t, latest)
+			for _, n := range region {
+				assert.Equal(t, latest.Checkpoint, subtaskView(t, snap, n).RestoredFrom, n)
+			}
+			check(t, log, crashSeq, failover)
+			runToEnd(t, s)
+			cmp, err := s.Compare()
+			require.NoError(t, err)
+			for _, c := range cmp {
+				assert.True(t, c.ExactlyOnce, "%+v", c)
+			}
+		})
+	}
+	t.Run("live", func(t *testing.T) {
+		spec := etlSpec(6000)
+		spec.Operators[0].Options["rate"] = 3000.0
+		log := &eventLog{}
+		l, err := NewLive(spec, Options{Dir: t.TempDir(), RecordEvents: log.add})
+		require.NoError(t, err)
+		defer l.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		require.NoError(t, l.Start(ctx))
+		waitLive(t, l, func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && allRunning(s) })
+		crashSeq := l.c.seq.Load()
+		require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "source#0"}))
+		waitLive(t, l, func(s *Snapshot) bool { return s.Job.Status == JobRunning && allRunning(s) })
+		check(t, log, crashSeq, FailoverRegion)
+		require.NoError(t, l.WaitDrained(ctx))
+		cmp, err := l.Compare()
+		require.NoError(t, err)
+		for _, c := range cmp {
+			assert.True(t, c.ExactlyOnce, "%+v", c)
+		}
+	})
+}

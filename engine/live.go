@@ -50,6 +50,7 @@ type Live struct {
 
 	// execution goroutines
 	exCancel context.CancelFunc
+	exCtx    context.Context
 	exWG     sync.WaitGroup
 
 	// activity counts every pop, push and poll; inTransit the elements a
@@ -311,13 +312,42 @@ func (l *Live) flowLoop() {
 // startTasks runs one goroutine per subtask of ex.
 func (l *Live) startTasks(ex *execution) {
 	ctx, cancel := context.WithCancel(l.ctx)
-	l.exCancel = cancel
+	l.exCancel, l.exCtx = cancel, ctx
 	for _, t := range ex.tasks {
 		t.wakeC = make(chan struct{}, 1)
 	}
 	for _, t := range ex.tasks {
-		l.exWG.Add(1)
-		go l.runTask(ctx, t)
+		l.goTask(ctx, t)
+	}
+}
+
+// goTask runs t's goroutine under its own context, so a region failover
+// can stop it alone.
+func (l *Live) goTask(ctx context.Context, t *subtask) {
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.stop, t.done = cancel, done
+	l.exWG.Add(1)
+	go func() {
+		defer close(done)
+		l.runTask(tctx, t)
+	}()
+}
+
+// stopTask stops one subtask's goroutine and waits for it.
+func (l *Live) stopTask(t *subtask) {
+	if t.stop != nil {
+		t.stop()
+		<-t.done
+		t.stop = nil
+	}
+}
+
+// startTask runs a new attempt of one subtask in the current execution.
+func (l *Live) startTask(t *subtask) {
+	t.wakeC = make(chan struct{}, 1)
+	if l.exCtx != nil {
+		l.goTask(l.exCtx, t)
 	}
 }
 
@@ -325,7 +355,7 @@ func (l *Live) startTasks(ex *execution) {
 func (l *Live) stopTasks(*execution) {
 	if l.exCancel != nil {
 		l.exCancel()
-		l.exCancel = nil
+		l.exCancel, l.exCtx = nil, nil
 	}
 	l.exWG.Wait()
 }

@@ -176,13 +176,17 @@ func (s *sinkStore) commit(id string) (int, bool) {
 
 // abortAfterRestore aborts every open transaction and every prepared one
 // that the restored checkpoint does not hold (keep): nobody will ever commit
-// them, as Kafka fences the transactional ids of a failed attempt.
-func (s *sinkStore) abortAfterRestore(keep map[string]bool) []Event {
+// them, as Kafka fences the transactional ids of a failed attempt. only, when
+// set, limits it to the transactions of those sink subtasks.
+func (s *sinkStore) abortAfterRestore(keep map[string]bool, only map[string]bool) []Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var evs []Event
 	for _, id := range s.order {
 		t := s.txns[id]
+		if only != nil && !only[t.task] {
+			continue // a region restart: another region's sink subtask keeps its transactions
+		}
 		if t.status == TxnOpen || (t.status == TxnPrepared && !keep[id]) {
 			t.status = TxnAborted
 			t.recs = nil

@@ -96,6 +96,8 @@ func (s *Stepper) now() time.Duration    { return s.clock }
 func (s *Stepper) startTasks(*execution) {}
 func (s *Stepper) stopTasks(*execution)  {}
 func (s *Stepper) wake(*subtask)         {}
+func (s *Stepper) stopTask(*subtask)     {}
+func (s *Stepper) startTask(*subtask)    {}
 func (s *Stepper) sendJM(m jmMsg) {
 	m.seq = s.c.nextSeq()
 	s.jmq = append(s.jmq, m)

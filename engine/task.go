@@ -106,8 +106,14 @@ type subtask struct {
 	// more, while the JobManager still believes it RUNNING until the
 	// heartbeat timeout.
 	dead atomic.Bool
-	tm   *taskManager
-	slot int
+	// incarnation counts the restarts of this subtask within one
+	// execution (region failover); stop and done are its goroutine's on
+	// the Live driver.
+	incarnation int
+	stop        func()
+	done        chan struct{}
+	tm          *taskManager
+	slot        int
 
 	inputs    []*channel
 	inputEdge []int
@@ -723,6 +729,9 @@ func (t *subtask) open(r *restoreSpec) error {
 			// safe, so "../x" cannot leave the TaskManager's local disk.
 			t.localDir = filepath.Join(t.tm.localDir, fmt.Sprintf("attempt-%d", t.ex.attempt),
 				taskName(state.SafeDirName(eo.spec.ID), t.index))
+			if t.incarnation > 0 {
+				t.localDir += fmt.Sprintf(".%d", t.incarnation)
+			}
 			cfg.Dir = t.localDir
 		}
 		var err error

@@ -9,12 +9,13 @@ import "fmt"
 type timerKind uint8
 
 const (
-	timerPeriodic    timerKind = iota + 1 // the checkpoint interval elapsed
-	timerTimeout                          // checkpoint id of attempt expires
-	timerRestart                          // the restart delay of attempt elapsed
-	timerAck                              // a subtask's acknowledgement arrives (its asynchronous part done)
-	timerSlotRequest                      // slot.request.timeout of attempt elapsed
-	timerHeartbeat                        // the heartbeat of TaskManager tm timed out
+	timerPeriodic      timerKind = iota + 1 // the checkpoint interval elapsed
+	timerTimeout                            // checkpoint id of attempt expires
+	timerRestart                            // the restart delay of attempt elapsed
+	timerAck                                // a subtask's acknowledgement arrives (its asynchronous part done)
+	timerSlotRequest                        // slot.request.timeout of attempt elapsed
+	timerHeartbeat                          // the heartbeat of TaskManager tm timed out
+	timerRegionRestart                      // the restart delay of pending region id (epoch) elapsed
 )
 
 // timer is one pending JobManager timer.
@@ -38,6 +39,10 @@ func (c *core) fire(tm timer) {
 	case timerRestart:
 		if c.attempt == tm.attempt && c.status == JobRestarting {
 			c.deploy()
+		}
+	case timerRegionRestart:
+		if c.attempt == tm.attempt {
+			c.restartRegion(int(tm.id))
 		}
 	case timerHeartbeat:
 		if c.attempt == tm.attempt {
