@@ -67,12 +67,16 @@ func buildFlinkref(t *testing.T) *flinkref {
 			buildErr = fmt.Errorf("build flinkref (mvn %s): %v\n%s", strings.Join(args, " "), err, out)
 			return
 		}
-		cp, err := os.ReadFile(filepath.Join(dir, "target", "classpath.txt"))
+		target := filepath.Join(dir, "target")
+		if p := os.Getenv("FLINKREF_PROFILE"); p != "" {
+			target = filepath.Join(target, p) // a profile builds in its own directory (pom.xml)
+		}
+		cp, err := os.ReadFile(filepath.Join(target, "classpath.txt"))
 		if err != nil {
 			buildErr = fmt.Errorf("read flinkref's classpath (written by mvn package): %w", err)
 			return
 		}
-		built = &flinkref{classpath: filepath.Join(dir, "target", "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp))}
+		built = &flinkref{classpath: filepath.Join(target, "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp))}
 		fmt.Fprintf(os.Stderr, "conformance: flinkref built in %s\n", time.Since(start).Round(time.Millisecond))
 	})
 	if buildErr != nil {

@@ -313,10 +313,27 @@ final class Runner {
             for (Faults.Fault f : faults) {
                 if ("tm-lost".equals(f.kind) && Trace.processedSoFar(f.task) >= f.afterRecords
                         && f.fired.compareAndSet(false, true)) {
-                    lost.add(loseTaskManager(id, f));
+                    // On another thread: this loop keeps polling the job status meanwhile, so the short
+                    // RESTARTING that follows is seen.
+                    java.util.concurrent.CompletableFuture.runAsync(() -> {
+                        try {
+                            Map<String, Object> m = loseTaskManager(id, f);
+                            synchronized (lost) {
+                                lost.add(m);
+                            }
+                        } catch (Exception e) {
+                            synchronized (lost) {
+                                lost.add(Map.of("error", e.toString()));
+                            }
+                        }
+                    });
                 }
             }
-            boolean faultsDone = !ph.path("awaitFaults").asBoolean(false) || faults.stream().allMatch(f -> f.fired.get());
+            boolean faultsDone;
+            synchronized (lost) {
+                faultsDone = !ph.path("awaitFaults").asBoolean(false) || (faults.stream().allMatch(f -> f.fired.get())
+                        && lost.size() == faults.stream().filter(f -> "tm-lost".equals(f.kind)).count());
+            }
             long runningFor = (System.nanoTime() - start) / 1_000_000
                     - (long) transitions.get(transitions.size() - 1).get("atMillis");
             if ("savepoint".equals(end) && !stopping && st == JobStatus.RUNNING && limitsReached(input) && faultsDone
@@ -344,13 +361,29 @@ final class Runner {
         mc.requestJobResult(id).get(60, TimeUnit.SECONDS);
         pt.put("statusTransitions", transitions);
         pt.put("finalStatus", last.name());
-        if (!lost.isEmpty()) {
-            pt.put("lostTaskManagers", lost);
+        synchronized (lost) {
+            if (!lost.isEmpty()) {
+                pt.put("lostTaskManagers", new ArrayList<>(lost));
+            }
         }
-        describe(mc.getExecutionGraphInfo(id).get(30, TimeUnit.SECONDS), pt);
+        describe(executionGraphInfo(id), pt);
         pt.put("events", Trace.events(index));
         pt.put("millis", (System.nanoTime() - start) / 1_000_000);
         return pt;
+    }
+
+    /**
+     * The finished job's execution graph with its exception history. MiniCluster offers it since Flink 2.0;
+     * on 1.20 the archived graph alone is read (no exception history).
+     */
+    @SuppressWarnings("unchecked")
+    private ExecutionGraphInfo executionGraphInfo(JobID id) throws Exception {
+        try {
+            java.lang.reflect.Method m = MiniCluster.class.getMethod("getExecutionGraphInfo", JobID.class);
+            return ((java.util.concurrent.CompletableFuture<ExecutionGraphInfo>) m.invoke(mc, id)).get(30, TimeUnit.SECONDS);
+        } catch (NoSuchMethodException e) {
+            return new ExecutionGraphInfo(mc.getArchivedExecutionGraph(id).get(30, TimeUnit.SECONDS));
+        }
     }
 
     /** Whether every partition held back by the phase's limits has been read up to its limit. */
@@ -377,9 +410,30 @@ final class Runner {
                 byTm.computeIfAbsent(loc.getResourceID().toString(), k -> new ArrayList<>()).add(taskName(v));
             }
         }
-        mc.terminateTaskManager(f.taskManager).get(30, TimeUnit.SECONDS);
+        int index = f.taskManager;
+        String host = null;
+        for (AccessExecutionVertex v : g.getAllExecutionVertices()) {
+            if (taskName(v).equals(f.task) && v.getCurrentAssignedResourceLocation() != null) {
+                host = v.getCurrentAssignedResourceLocation().getResourceID().toString();
+            }
+        }
+        if (host != null) {
+            // The TaskManager that runs the watched subtask, as StateLab crashes the subtask's TaskManager.
+            // MiniCluster terminates by index; its list of TaskExecutors is private, so read it reflectively.
+            java.lang.reflect.Field fl = MiniCluster.class.getDeclaredField("taskManagers");
+            fl.setAccessible(true);
+            List<?> tms = (List<?>) fl.get(mc);
+            for (int k = 0; k < tms.size(); k++) {
+                Object rid = tms.get(k).getClass().getMethod("getResourceID").invoke(tms.get(k));
+                if (host.equals(String.valueOf(rid))) {
+                    index = k;
+                }
+            }
+        }
+        mc.terminateTaskManager(index).get(30, TimeUnit.SECONDS);
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("index", f.taskManager);
+        m.put("index", index);
+        m.put("resourceId", host);
         m.put("trigger", f.task + " after " + f.afterRecords + " records");
         m.put("subtasksByTaskManager", byTm);
         if (f.millis >= 0) {
