@@ -6,6 +6,7 @@ import (
 	"html"
 	"math"
 	"slices"
+	"unicode/utf8"
 )
 
 // Point is one (x, y) of a series.
@@ -211,8 +212,14 @@ type RatioChart struct {
 
 // SVG renders the ratio chart.
 func (c RatioChart) SVG() []byte {
-	const rowH, left, right, top = 22, 330, 60, 50
-	width := 900
+	const rowH, right, top = 22, 60, 50
+	// The labels sit left of the axis, right-aligned: the margin grows with
+	// the longest one (12 px text, about 7 px a character), so none is cut.
+	left := 330
+	for _, bar := range c.Bars {
+		left = max(left, 20+7*utf8.RuneCountInString(bar.Label))
+	}
+	width := 570 + left
 	height := top + rowH*len(c.Bars) + 40
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`+"\n",
@@ -235,7 +242,7 @@ func (c RatioChart) SVG() []byte {
 	vals = append(vals, 1)
 	a, z := decades(slices.Min(vals), slices.Max(vals))
 	plotW := float64(width - left - right)
-	px := func(v float64) float64 { return left + (math.Log10(v)-a)/(z-a)*plotW }
+	px := func(v float64) float64 { return float64(left) + (math.Log10(v)-a)/(z-a)*plotW }
 	bottom := top + rowH*len(c.Bars)
 	for d := a; d <= z+1e-9; d++ {
 		x := px(math.Pow(10, d))

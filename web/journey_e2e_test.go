@@ -481,3 +481,29 @@ func TestJourneyTeacher(t *testing.T) {
 	student.accessible("follower zh")
 	student.shot("08-following-zh")
 }
+
+// TestBrowserFailedJobRestoresFromTheStory: with the restart strategy none,
+// a crash fails the job for good; the story says why and offers what a Flink
+// user does next, starting the job again from the latest retained
+// checkpoint, with a button.
+func TestBrowserFailedJobRestoresFromTheStory(t *testing.T) {
+	b := newBrowser(t)
+	j := newJourney(b, "failed-job")
+	j.openLive("template=wordcount&seed=4&restart=none&lang=en")
+	for range 2 {
+		j.clickLive(`#btn-faster`)
+		time.Sleep(150 * time.Millisecond)
+	}
+	j.waitJS(60*time.Second, "every subtask running and a checkpoint", jsAllRunning+` && `+jsSnap+`.checkpoints.counts.completed >= 1 && `+jsSnap+`.checkpoints.retained.length >= 1`)
+	j.clickLive(`.box-button[data-task="count#1"]`)
+	j.waitJS(60*time.Second, "the job failed", jsSnap+`.job.status === 'FAILED'`)
+	j.waitJS(20*time.Second, "the story's reason and way out", `(t => t.includes('restart strategy is none') && t.includes('failed for good'))(document.getElementById('explain-body').innerText)`)
+	j.waitJS(10*time.Second, "the restore button", `[...document.querySelectorAll('#explain-body button')].some(b => b.textContent.startsWith('Restore from checkpoint'))`)
+	j.accessible("failed job")
+	j.shot("01-failed")
+	id := eval[int](j.browserEnv, jsSnap+`.checkpoints.retained.at(-1).id`)
+	require.Equal(t, fmt.Sprintf("Restore from checkpoint %d", id), eval[string](j.browserEnv, `document.querySelector('#explain-body button.restore-button').textContent`))
+	j.clickLive(`#explain-body button.restore-button`)
+	j.waitJS(60*time.Second, "running again from the checkpoint", jsAllRunning+` && document.getElementById('explain-body').innerText.includes('You restored checkpoint `+fmt.Sprint(id)+`')`)
+	j.shot("02-restored")
+}

@@ -2,7 +2,7 @@
 // draws every panel from it once per animation frame.
 
 import { $, h } from './dom.js';
-import { clock } from './format.js';
+import { clock, dur } from './format.js';
 import { loadCatalog, t, getLang } from './i18n.js';
 import { Connection } from './conn.js';
 import { Model } from './model.js';
@@ -45,6 +45,7 @@ async function main() {
     crashTM: (id) => quiet(send('crash-taskmanager', { taskManager: id })),
     restartTM: (id) => quiet(send('restart-taskmanager', { taskManager: id })),
     addTM: () => quiet(send('add-taskmanager').then(() => toast(t('toast.addTm')))),
+    restore: (checkpoint) => quiet(send('restore', { checkpoint })),
     rescale: (op, p) => quiet(send('rescale', { operator: op, parallelism: p }).then(() => toast(t('toast.rescale', { op, p })))),
     rescaleKeyed: (dir) => {
       const op = model.ready && (model.keyedOperators()[0] || model.snap.job.operators[0]);
@@ -129,6 +130,11 @@ async function main() {
     jobStatus.textContent = waiting
       ? `${snap.job.status} · ${t('status.waitingSlots', { need: snap.job.slotsNeeded, have: snap.job.slotsAvailable })}`
       : snap.job.status;
+    // RESTARTING says when: the restart strategy's delay (job time).
+    const r = snap.job.restart;
+    if (snap.job.status === 'RESTARTING' && r?.restartAt > snap.at) {
+      jobStatus.textContent = `${snap.job.status} · ${t('status.restartIn', { d: dur(r.restartAt - snap.at), strategy: r.strategy })}`;
+    }
     jobStatus.className = `badge st-${snap.job.status}${waiting ? ' waiting' : ''}`;
     meta.textContent = `${t(`backendName.${snap.backend}`)} · ${t(`mode.${snap.driver}`)} · ${t('status.seed', { seed: snap.seed })}`;
   };

@@ -28,6 +28,7 @@ function isSavepoint(snap, n) {
 function failoverText(snap) {
   const r = snap.job.restart;
   const strategy = r?.strategy || 'fixed-delay';
+  if (strategy === 'none') return t(r?.default ? 'explain.failover.noRestartDefault' : 'explain.failover.noRestart');
   const attempts = strategy === 'fixed-delay' || r?.maxAttempts ? t('explain.failover.left', { left: snap.job.restartsLeft }) : '';
   const key = snap.checkpoints?.counts?.completed > 0 ? 'explain.failover' : 'explain.failover.none';
   return t(key, { strategy, attempts });
@@ -63,6 +64,13 @@ export class ExplainView {
     this.dirty = true;
   }
 
+  // failureOf is the current failover episode a failure of cause started,
+  // not yet named after the command that caused it.
+  failureOf(cause) {
+    const ep = this.episode;
+    return ep && ep.kind === 'failover' && ep.data.cause === cause && !ep.data.titled ? ep : null;
+  }
+
   active(kind) { return this.episode && !this.episode.done && this.episode.kind === kind ? this.episode : null; }
 
   onChange(change) {
@@ -88,19 +96,23 @@ export class ExplainView {
           if (c.name === 'crash-subtask') {
             // The engine reports the failure before the command that caused
             // it: adopt the episode the failure started.
-            let ep = this.active('failover');
-            if (ep && ep.data.cause === c.task) {
+            // (also when the failure already ended it: a job that failed for good).
+            let ep = this.failureOf(c.task);
+            if (ep) {
               ep.title = ta('explain.crashSubtask.title', { task: c.task });
               ep.steps.unshift({ text: t('explain.crashSubtask.step', { task: c.task }), state: 'bad' });
+              ep.data.titled = true;
               this.dirty = true;
             } else {
               ep = this.start('failover', ta('explain.crashSubtask.title', { task: c.task }));
               ep.data.cause = c.task;
+              ep.data.titled = true;
               this.step(t('explain.crashSubtask.step', { task: c.task }), 'bad');
             }
           } else if (c.name === 'crash-taskmanager') {
-            const ep = this.active('failover');
-            if (ep && ep.data.cause === c.taskManager) {
+            const ep = this.failureOf(c.taskManager);
+            if (ep) {
+              ep.data.titled = true;
               ep.title = ta('explain.crashTm.title', { tm: c.taskManager });
               this.dirty = true;
             }
@@ -181,12 +193,27 @@ export class ExplainView {
           if (!ep) break;
           if (e.status === 'FAILED') {
             this.step(t('explain.jobFailed', { message: e.message }), 'bad');
+            // Flink's way out: start the job again from a retained checkpoint.
+            if (snap.checkpoints?.retained?.length) this.step(t('explain.jobFailed.restore'), 'wait', 'restore');
             ep.done = true;
           }
           break;
         }
         case 'task-status':
           break;
+        case 'restore-requested': {
+          const sp = isSavepoint(snap, e.checkpoint) || snap.checkpoints?.retained?.find((c) => c.id === e.checkpoint)?.savepoint;
+          this.start('failover', ta(sp ? 'explain.restoreCmd.titleSp' : 'explain.restoreCmd.title', { n: e.checkpoint }));
+          this.episode.data.failed = true;
+          this.step(t(sp ? 'explain.restoreCmd.stepSp' : 'explain.restoreCmd.step', { n: e.checkpoint, records: num(e.records || 0), value: num(e.value || 0) }), 'work');
+          break;
+        }
+        case 'restore-failed': {
+          const ep = this.episode && !this.episode.done ? this.episode : this.start('failover', t('explain.restoreFailed.title'));
+          ep.data.failed = true;
+          this.step(t('explain.restoreFailed.step', { n: e.checkpoint || t('explain.latest'), message: e.message }), 'bad');
+          break;
+        }
         case 'record-injected': {
           // The command's event may come after this one: start the story here.
           let ep = this.active('inject');
@@ -416,6 +443,12 @@ export class ExplainView {
       const li = h('li', { class: `st-${st.state}` }, typeof st.text === 'function' ? st.shown : st.text);
       if (st.extra === 'add-tm' && current && this.model.snap.job.waitingForResources) {
         li.append(' ', h('button', { type: 'button', class: 'button mini primary', onclick: () => this.actions.addTM() }, t('controls.addTaskManager')));
+      }
+      const retained = this.model.snap.checkpoints?.retained || [];
+      const latest = retained[retained.length - 1];
+      if (st.extra === 'restore' && this.model.snap.job.status === 'FAILED' && latest && this.actions.restore) {
+        li.append(' ', h('button', { type: 'button', class: 'button mini primary restore-button', dataset: { checkpoint: latest.id }, onclick: () => this.actions.restore(latest.id) },
+          t(latest.savepoint ? 'explain.restoreButtonSp' : 'explain.restoreButton', { n: latest.id })));
       }
       ol.append(li);
       last = li;
