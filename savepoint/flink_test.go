@@ -297,3 +297,129 @@ func normalize(v any) any {
 	}
 	return v
 }
+
+// TestFlinkJobState checks the decoded values of the savepoints SavepointGen
+// wrote (testdata/flinkgen) against what its job does, which StateLab's code
+// does not know: keys key-0 … key-19, each counted in ValueState "count",
+// its first three arrivals in ListState "seen" ("key-N#1" …), its arrivals
+// spread over MapState "perSuffix" (so the map's values sum to the count),
+// every key in the key group Flink's assignment gives it and held by the one
+// subtask whose range has that group; and the "buffering" map's operator
+// state: at most five numbers in "buffer" (SPLIT_DISTRIBUTE) and their count
+// in "everyone" (UNION).
+func TestFlinkJobState(t *testing.T) {
+	for _, dir := range flinkDirs(t) {
+		var want flinkReading
+		raw, _ := os.ReadFile(filepath.Join(dir, "flink.json"))
+		if json.Unmarshal(raw, &want) != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Read(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.LoadFiles(root.FS(), "", 64<<20)
+		root.Close()
+		counting, err := m.FindOperator("counting")
+		if err != nil {
+			continue // not SavepointGen's job
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			fullSnapshot := want.Snapshot == "savepoint-canonical" || want.Backend == "hashmap"
+			owner := map[string]int{}
+			for _, st := range counting.Subtasks {
+				h := st.ManagedKeyedState
+				if h == nil {
+					t.Fatalf("subtask %d has no keyed state", st.Index)
+				}
+				if !fullSnapshot || !h.Delegate.HasData() {
+					continue // RocksDB's own files: not decoded
+				}
+				v := decodeKeyedState(h, counting.MaxParallelism, 1<<20)
+				if v.NotDecoded != "" || v.KeyGroupMismatches != 0 || v.KeyGroupChecked == 0 {
+					t.Fatalf("subtask %d: %s; %d of %d keys in another key group", st.Index, v.NotDecoded, v.KeyGroupMismatches, v.KeyGroupChecked)
+				}
+				count, seen, perSuffix := map[string]int64{}, map[string][]any{}, map[string]int64{}
+				for _, s := range v.States {
+					if s.NotDecoded != "" {
+						t.Errorf("subtask %d state %q: %s", st.Index, s.Name, s.NotDecoded)
+					}
+					for _, e := range s.Samples {
+						k := e.Key.(string)
+						if !h.Range.Contains(e.KeyGroup) {
+							t.Errorf("%s in key group %d, outside subtask %d's range %v", k, e.KeyGroup, st.Index, h.Range)
+						}
+						switch s.Name {
+						case "count":
+							count[k] = e.Value.(int64)
+						case "seen":
+							seen[k] = e.Value.([]any)
+						case "perSuffix":
+							if e.UserKey != nil { // a full snapshot: one entry per map key
+								perSuffix[k] += e.Value.(int64)
+							} else { // a heap checkpoint: the whole map
+								for _, kv := range e.Value.([][2]any) {
+									perSuffix[k] += kv[1].(int64)
+								}
+							}
+						}
+					}
+				}
+				for k, c := range count {
+					if prev, dup := owner[k]; dup {
+						t.Errorf("%s held by subtasks %d and %d", k, prev, st.Index)
+					}
+					owner[k] = st.Index
+					if perSuffix[k] != c {
+						t.Errorf("%s: count %d, perSuffix sums to %d", k, c, perSuffix[k])
+					}
+					wantSeen := []any{}
+					for i := int64(1); i <= min(c, 3); i++ {
+						wantSeen = append(wantSeen, fmt.Sprintf("%s#%d", k, i))
+					}
+					if fmt.Sprint(seen[k]) != fmt.Sprint(wantSeen) {
+						t.Errorf("%s: seen %v, want %v", k, seen[k], wantSeen)
+					}
+				}
+			}
+			if fullSnapshot && len(owner) != 20 && (want.Backend == "hashmap" || want.Snapshot == "savepoint-canonical") {
+				t.Errorf("%d keys decoded, the job has 20", len(owner))
+			}
+			buffering, err := m.FindOperator("buffering")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range buffering.Subtasks {
+				vals := map[string][]Element{}
+				for _, sv := range DecodeOperatorState(st.ManagedOperatorState) {
+					if sv.NotDecoded != "" {
+						if st.ManagedOperatorState.Delegate.HasData() {
+							t.Errorf("subtask %d %q: %s", st.Index, sv.Name, sv.NotDecoded)
+						}
+						continue
+					}
+					vals[sv.Name] = sv.Elements
+				}
+				if len(vals) == 0 {
+					continue
+				}
+				// UNION: each subtask's handle holds the one count it wrote.
+				if len(vals["buffer"]) > 5 || len(vals["everyone"]) != 1 {
+					t.Errorf("subtask %d: buffer %v, everyone %v", st.Index, vals["buffer"], vals["everyone"])
+					continue
+				}
+				if got := vals["everyone"][0].Value; got != int64(len(vals["buffer"])) {
+					t.Errorf("subtask %d: everyone says %v, buffer has %d", st.Index, got, len(vals["buffer"]))
+				}
+			}
+		})
+	}
+}

@@ -418,8 +418,9 @@ func decodeEntry(key, val []byte, kg, prefix int, keySer *serializerInfo, m stat
 // short id and the state map snapshot (CopyOnWriteStateMapSnapshot.writeState:
 // the entry count, then per entry namespace, key and state, each with its
 // serializer — a list as ListSerializer writes it, a map as MapSerializer).
-// Timers (priority queues) end the reading of the key group: their element
-// format is not one StateLab reads.
+// A timer queue (priority queue state, KeyGroupPartitioner's count then
+// elements) is stepped over when empty; a non-empty one ends the reading of
+// the key group, as TimerSerializer's element format is not read.
 func (out *KeyedValues) readHeapKeyGroup(r *reader, kg int, keySer *serializerInfo, metas []stateMeta, maxParallelism int) error {
 	id, err := r.i32("key group id")
 	if err != nil {
@@ -439,15 +440,19 @@ func (out *KeyedValues) readHeapKeyGroup(r *reader, kg int, keySer *serializerIn
 		st := &out.States[sid]
 		m := metas[sid]
 		vs, ns := m.serializers["VALUE_SERIALIZER"], m.serializers["NAMESPACE_SERIALIZER"]
+		n, err := r.count("number of entries", 1)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue // an empty state map or timer queue in this key group
+		}
 		if keySer == nil || keySer.typ == "" || vs == nil || ns == nil || ns.typ != "VoidNamespace" || vs.typ == "" || vs.typ == "Timer" {
 			if st.NotDecoded == "" {
 				st.NotDecoded = "its serializers are not ones StateLab reads, so the rest of each key group is not read"
 			}
+			st.Entries += n
 			return nil
-		}
-		n, err := r.count("number of entries", 2)
-		if err != nil {
-			return err
 		}
 		for range n {
 			if _, err := r.u8("namespace"); err != nil {

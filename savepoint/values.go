@@ -121,8 +121,9 @@ func DecodeOperatorState(h *OperatorStateHandle) []StateValues {
 }
 
 // readOperatorMeta reads the head of an operator state stream:
-// OperatorBackendSerializationProxy (version, then operator and broadcast
-// StateMetaInfoSnapshots as StateMetaInfoSnapshotReadersWriters writes them).
+// OperatorBackendSerializationProxy (version; from version 6 a compression
+// flag; then operator and broadcast StateMetaInfoSnapshots as
+// StateMetaInfoSnapshotReadersWriters writes them).
 func readOperatorMeta(b []byte) (map[string]stateMeta, error) {
 	r := &reader{b: b}
 	v, err := r.i32("operator state meta version")
@@ -131,6 +132,16 @@ func readOperatorMeta(b []byte) (map[string]stateMeta, error) {
 	}
 	if v < 5 || v > 6 {
 		return nil, fmt.Errorf("operator state meta version %d: StateLab reads versions 5 and 6 (Flink 1.7 and later)", v)
+	}
+	if v >= 6 {
+		// Version 6 adds whether the operator states are compressed.
+		compressed, err := r.boolean("compression flag")
+		if err != nil {
+			return nil, err
+		}
+		if compressed {
+			return nil, fmt.Errorf("the operator states are compressed (execution.checkpointing.snapshot-compression); StateLab does not decompress them")
+		}
 	}
 	out := map[string]stateMeta{}
 	for range 2 { // operator states, then broadcast states
