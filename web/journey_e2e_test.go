@@ -507,3 +507,19 @@ func TestBrowserFailedJobRestoresFromTheStory(t *testing.T) {
 	j.waitJS(60*time.Second, "running again from the checkpoint", jsAllRunning+` && document.getElementById('explain-body').innerText.includes('You restored checkpoint `+fmt.Sprint(id)+`')`)
 	j.shot("02-restored")
 }
+
+// TestBrowserForkAtFullSpeedRuns: a fork of a run at full speed plays on by
+// itself (it stayed in DEPLOYING until Play was pressed) and says what it is.
+func TestBrowserForkAtFullSpeedRuns(t *testing.T) {
+	b := newBrowser(t)
+	j := newJourney(b, "fork-full-speed")
+	j.openLive("template=wordcount&seed=6&lang=en")
+	j.clickLive(`#btn-mode-live`)
+	j.waitJS(30*time.Second, "full speed with output", jsSnap+`.driver === 'live' && `+jsSnap+`.sinks[0].committed > 0`)
+	old := eval[string](j.browserEnv, jsSnap+`.session`)
+	j.clickLive(`#tl-fork`)
+	j.waitJS(30*time.Second, "the fork's page", `new URLSearchParams(location.search).get('session') !== '`+old+`' && document.getElementById('workspace')?.dataset.ready === 'true'`)
+	j.waitJS(20*time.Second, "the fork's story", `document.getElementById('explain-body').innerText.includes('This is your fork')`)
+	j.waitJS(60*time.Second, "the fork running on its own", `!`+jsSnap+`.paused && `+jsAllRunning)
+	j.shot("01-fork-running")
+}
