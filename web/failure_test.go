@@ -150,3 +150,50 @@ func TestRestoreCommandOverTheProtocol(t *testing.T) {
 	require.Nil(t, pe)
 	assert.Equal(t, 3, run.Spec.Checkpointing.Retained)
 }
+
+// The etl template has two pipelined regions: crashing source#0 restarts
+// source#0, map#0 and sink#0, and the index-1 pipeline stays RUNNING in
+// every snapshot a client sees (RestartPipelinedRegionFailoverStrategy).
+func TestEtlRegionFailoverOverTheProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine")
+	}
+	_, hs := newEngineServer(t)
+	c := dialURL(t, hs, "template=etl&seed=5")
+	first := readUntil(t, c, "snapshot", "")
+	assert.Equal(t, "etl", first["template"])
+	send(t, c, `{"type":"command","id":"fast","name":"speed","args":{"factor":50}}`)
+	require.Equal(t, "ack", reply(t, c, "fast")["type"])
+	waitSnapshot(t, c, 60*time.Second, "a completed checkpoint", func(m msg) bool {
+		return allRunning(m) && m["checkpoints"].(map[string]any)["counts"].(map[string]any)["completed"].(float64) >= 1
+	})
+	send(t, c, `{"type":"command","id":"crash","name":"crash-subtask","args":{"operator":"source","index":0}}`)
+	status := func(m msg, op string, i int) string {
+		return operator(m, op)["subtasks"].([]any)[i].(map[string]any)["status"].(string)
+	}
+	restarted := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		require.NoError(t, c.SetReadDeadline(deadline))
+		var m msg
+		require.NoError(t, c.ReadJSON(&m))
+		switch m["type"] {
+		case "events":
+			for _, e := range m["events"].([]any) {
+				e := e.(map[string]any)
+				if e["kind"] == "task-status" && (e["status"] == "CANCELED" || e["status"] == "FAILED") {
+					restarted[e["task"].(string)] = true
+				}
+			}
+		case "snapshot":
+			for _, op := range []string{"source", "map", "sink"} {
+				assert.Equal(t, "RUNNING", status(m, op, 1), "%s#1 keeps running", op)
+			}
+			if m["counters"].(map[string]any)["restarts"].(float64) >= 1 && allRunning(m) {
+				assert.Equal(t, map[string]bool{"source#0": true, "map#0": true, "sink#0": true}, restarted)
+				return
+			}
+		}
+	}
+	t.Fatal("the region did not restart within a minute")
+}
