@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"unicode/utf16"
 )
 
@@ -17,6 +18,9 @@ type Element struct {
 	// "Double", "byte[]", "KafkaPartitionSplit", "map" (a broadcast state).
 	Type  string `json:"type,omitempty"`
 	Value any    `json:"value,omitempty"`
+	// Text is the value in decimal when it is a long that a JSON reader
+	// using doubles (a browser) would round: beyond ±2^53.
+	Text string `json:"text,omitempty"`
 }
 
 // StateValues is one named operator state of one subtask, element by element.
@@ -111,6 +115,9 @@ func DecodeOperatorState(h *OperatorStateHandle) []StateValues {
 				if err != nil {
 					sv.NotDecoded = err.Error()
 					e.Type, e.Value = "", nil
+				}
+				if n, ok := e.Value.(int64); ok && (n > 1<<53 || n < -(1<<53)) {
+					e.Text = strconv.FormatInt(n, 10)
 				}
 			}
 			sv.Elements = append(sv.Elements, e)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -199,4 +200,27 @@ func TestBrowserSavepointDirectoryPickReadsStateFiles(t *testing.T) {
 	require.Len(t, values, 2)
 	assert.Contains(t, values[0], "hello")
 	assert.Contains(t, values[1], "world")
+}
+
+// A canonical savepoint Flink 2.3 wrote (savepoint/testdata/flink): the keyed
+// operator's card shows its 128 key groups in the strip, its decoded values,
+// and that every decoded key sits in the key group Flink's assignment gives it.
+func TestBrowserSavepointRealFlinkKeyedState(t *testing.T) {
+	path, err := filepath.Abs(filepath.Join("..", "savepoint", "testdata", "flink", "rocksdb-inline-savepoint-canonical", "_metadata"))
+	require.NoError(t, err)
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/savepoint?lang=en"))
+	b.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
+	b.run(chromedp.SetUploadFiles(chromedp.CSS(`#sp-file`), []string{path}))
+	b.waitJS(30*time.Second, "the report", `document.querySelectorAll('.sp-operator').length === 4`)
+	card := `[...document.querySelectorAll('.sp-operator')].find(c => c.textContent.includes('counting'))`
+	assert.Equal(t, 128, eval[int](b, card+`.querySelectorAll('.sp-strip .sp-kg').length`))
+	assert.Equal(t, 2, eval[int](b, card+`.querySelectorAll('.sp-kg-check').length`))
+	for _, check := range eval[[]string](b, `[...`+card+`.querySelectorAll('.sp-kg-check')].map(e => e.textContent)`) {
+		assert.Regexp(t, `(\d+) of (\d+) agree`, check)
+		m := regexp.MustCompile(`(\d+) of (\d+) agree`).FindStringSubmatch(check)
+		assert.Equal(t, m[1], m[2], "every decoded key in Flink's key group")
+	}
+	assert.Contains(t, eval[string](b, card+`.textContent`), `"key-`)
+	b.shot("savepoint-04-real-flink")
 }

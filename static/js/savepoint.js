@@ -244,6 +244,7 @@ function renderList(l) {
 }
 
 function valueText(v) {
+  if (v.text) return v.text; // a long beyond what a double holds exactly
   const x = v.value;
   if (v.type === 'KafkaPartitionSplit') {
     if (x.stoppingOffset === undefined) return t('savepoint.kafkaSplitUnbounded', { topic: x.topic, partition: x.partition, offset: x.startingOffset });
