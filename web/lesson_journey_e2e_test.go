@@ -76,8 +76,11 @@ func rescaleTo(op string, p int) learnerAct {
 // startJob presses the current step's "Start the job …" button.
 func startJob(j *journey) {
 	j.waitJS(20*time.Second, "the step's Start the job button", `(b => b && !b.disabled)(document.querySelector('.step.current [data-job]'))`)
+	n := eval[int](j.browserEnv, jsLessonState+`.lesson.step`)
 	j.clickSteady(`.step.current [data-job]`)
-	j.waitJS(30*time.Second, "the new job", `(s => s && s.lesson && s.lesson.acted)(`+jsLessonState+`)`)
+	// The new job may satisfy the step at once, and the next step then
+	// starts not yet acted on.
+	j.waitJS(30*time.Second, "the new job", fmt.Sprintf(`(m => m && (m.acted || m.step > %d || m.finished))((`+jsLessonState+`).lesson)`, n))
 }
 
 // clickSteady clicks a button of the lesson text as a person does: the
