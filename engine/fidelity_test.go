@@ -519,3 +519,31 @@ func TestRegionFailover(t *testing.T) {
 		}
 	})
 }
+
+// What a restore of an older checkpoint costs, as the restore-requested
+// event says: the sink records committed after it are written again, and
+// the comparison against the ground truth counts exactly those as
+// duplicates (flink run -s from an older checkpoint does the same to a
+// two-phase-commit sink).
+func TestRestoreCostMatchesDuplicates(t *testing.T) {
+	spec := wordCount(600, 2, 2, 0)
+	spec.Checkpointing.Retained = 2
+	s, log := newTestStepper(t, spec)
+	s.Steps(150)
+	first := completeCheckpoint(t, s)
+	s.Steps(150)
+	completeCheckpoint(t, s)
+	s.Steps(100)
+	require.NoError(t, s.Do(Command{Name: CmdRestore, Checkpoint: first}))
+	req := log.kinds(EvRestoreRequested)
+	require.Len(t, req, 1)
+	assert.Positive(t, req[0].Value, "the sink committed records after checkpoint %d", first)
+	assert.Positive(t, req[0].Records, "the sources read records after checkpoint %d", first)
+	sts := jobStatuses(log)
+	assert.Equal(t, []string{"CANCELED", "CREATED", "RUNNING"}, sts[len(sts)-3:])
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.Empty(t, cmp[0].Losses)
+	assert.Equal(t, int(req[0].Value), cmp[0].DuplicateRecords, "every record committed after the checkpoint appears twice, and nothing else")
+}
