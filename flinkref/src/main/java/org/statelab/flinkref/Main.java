@@ -18,6 +18,9 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.Serializa
  *                              keeps running (and checkpointing); once every keyed subtask has opened print
  *                              one JSON line {"rest": URL, "job": ID, "keyGroups": {op: [{subtask, start,
  *                              end}]}}; stop when stdin closes
+ *   savepoints OUTDIR          take canonical and native savepoints and a retained checkpoint of a job with
+ *                              keyed value/list/map, operator split/union list and broadcast state (hashmap and
+ *                              rocksdb) into OUTDIR/flink-VERSION/, each with metadata.json and contents.json
  * </pre>
  */
 public final class Main {
@@ -64,12 +67,19 @@ public final class Main {
                 Serve.run(om.readTree(new File(args[1])));
                 System.exit(0);
             }
+            case "savepoints" -> {
+                if (args.length != 2) {
+                    usage();
+                }
+                SavepointData.run(new File(args[1]));
+                System.exit(0);
+            }
             default -> usage();
         }
     }
 
     private static void usage() {
-        System.err.println("usage: flinkref run BATCH.json OUTDIR | flinkref serve SCENARIO.json");
+        System.err.println("usage: flinkref run BATCH.json OUTDIR | flinkref serve SCENARIO.json | flinkref savepoints OUTDIR");
         System.exit(2);
     }
 }
