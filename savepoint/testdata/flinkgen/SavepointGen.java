@@ -10,6 +10,9 @@
 //	javac -cp "$CP" -d /tmp/spgen SavepointGen.java
 //	java -Xmx1g -cp "/tmp/spgen:$CP" SavepointGen ../flink
 //
+// It writes into ../flink/<Flink version>/. For Flink 1.20, use flinkref's
+// flink-1.20 profile classpath (target/flink-1.20/classpath.txt).
+//
 // The job: a rate-limited number source (SourceReaderState), a map with
 // operator list state in SPLIT_DISTRIBUTE ("buffer") and UNION ("everyone")
 // mode, and a keyed function with ValueState<Long>, ListState<String> and
@@ -68,7 +71,8 @@ import java.util.stream.Stream;
 public class SavepointGen {
 
     public static void main(String[] args) throws Exception {
-        Path out = Path.of(args.length > 0 ? args[0] : "../flink").toAbsolutePath();
+        Path out = Path.of(args.length > 0 ? args[0] : "../flink").toAbsolutePath()
+                .resolve(org.apache.flink.runtime.util.EnvironmentInformation.getVersion());
         Files.createDirectories(out);
         for (String backend : new String[] {"hashmap", "rocksdb"}) {
             for (boolean inline : new boolean[] {true, false}) {
@@ -157,8 +161,9 @@ public class SavepointGen {
         for (OperatorState os : md.getOperatorStates()) {
             Map<String, Object> o = new LinkedHashMap<>();
             o.put("id", os.getOperatorID().toHexString());
-            o.put("name", os.getOperatorName().orElse(null));
-            o.put("uid", os.getOperatorUid().orElse(null));
+            // Operator name and uid are saved from metadata version 5 (Flink 2.0, FLIP-474).
+            o.put("name", optional(os, "getOperatorName"));
+            o.put("uid", optional(os, "getOperatorUid"));
             o.put("parallelism", os.getParallelism());
             o.put("maxParallelism", os.getMaxParallelism());
             o.put("coordinatorStateSize", os.getCoordinatorState() == null ? 0 : os.getCoordinatorState().getStateSize());
@@ -198,6 +203,15 @@ public class SavepointGen {
         doc.put("metadata", m);
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(dest.resolve("flink.json").toFile(), doc);
         System.out.println("wrote " + dest);
+    }
+
+    /** Calls an Optional-returning getter that older Flink versions lack; null when absent or empty. */
+    static Object optional(Object o, String getter) {
+        try {
+            return ((java.util.Optional<?>) o.getClass().getMethod(getter).invoke(o)).orElse(null);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
     }
 
     /** Operator list state in both modes: the numbers seen since the last snapshot, and a count everyone restores. */
