@@ -430,3 +430,59 @@ func TestFlinkJobState(t *testing.T) {
 		})
 	}
 }
+
+// On Flink's own snapshots, a restore with any parallelism reads every key
+// group exactly once and every byte of keyed state once
+// (StateAssignmentOperation hands each key group to exactly one subtask).
+func TestPlanOnFlinkSnapshots(t *testing.T) {
+	for _, dir := range flinkDirs(t) {
+		b, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Read(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.Operators {
+			op := &m.Operators[i]
+			var total int64
+			whole := false
+			for _, st := range op.Subtasks {
+				if h := st.ManagedKeyedState; h != nil {
+					if per := h.KeyGroupBytes(); per != nil {
+						for _, n := range per {
+							total += n
+						}
+					} else {
+						whole = true
+					}
+				}
+			}
+			for _, p := range []int{1, 2, 3, 4, 7, op.MaxParallelism} {
+				plan, err := NewPlan(op, p)
+				if err != nil {
+					t.Fatalf("%s %s to %d: %v", dir, op.ID, p, err)
+				}
+				seen := make([]int, op.MaxParallelism)
+				var read int64
+				for _, st := range plan.Subtasks {
+					for _, r := range st.KeyedReads {
+						for g := r.Range.Start; g <= r.Range.End; g++ {
+							seen[g]++
+						}
+					}
+					read += st.KeyedBytes
+				}
+				for g, n := range seen {
+					if total > 0 && n != 1 {
+						t.Fatalf("%s %s to %d: key group %d read %d times", filepath.Base(dir), op.ID, p, g, n)
+					}
+				}
+				if !whole && read != total {
+					t.Errorf("%s %s to %d: reads %d bytes of %d", filepath.Base(dir), op.ID, p, read, total)
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package savepoint
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -14,6 +16,13 @@ func FuzzRead(f *testing.F) {
 	if b := kafkaSavepointOrNil(); b != nil {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
+	}
+	// The snapshots Flink wrote (testdata/flink), every version and handle kind they use.
+	metas, _ := filepath.Glob(filepath.Join("testdata", "flink", "*", "*", "_metadata"))
+	for _, p := range metas {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
 	}
 	for _, v := range []int32{3, 5, 6, 7} {
 		x := header(v, 1).i32(0).i32(1)
