@@ -57,6 +57,9 @@ type flinkReading struct {
 					End       int    `json:"end"`
 					StateSize *int64 `json:"stateSize"`
 				} `json:"managedKeyedState"`
+				InputChannelHandles       *int   `json:"inputChannelHandles"`
+				ResultSubpartitionHandles *int   `json:"resultSubpartitionHandles"`
+				ChannelStateSize          *int64 `json:"channelStateSize"`
 			} `json:"subtasks"`
 		} `json:"operators"`
 	} `json:"metadata"`
@@ -185,6 +188,19 @@ func compareMetadata(t *testing.T, m *Metadata, want *flinkReading) {
 			}
 			if ws.Finished != nil && *ws.Finished != st.Finished {
 				t.Errorf("%s: finished %v, Flink %v", where, st.Finished, *ws.Finished)
+			}
+			if ws.InputChannelHandles != nil && *ws.InputChannelHandles != len(st.InputChannelState) ||
+				ws.ResultSubpartitionHandles != nil && *ws.ResultSubpartitionHandles != len(st.ResultSubpartitionState) {
+				t.Errorf("%s: %d input and %d output channel handles, Flink %d and %d", where, len(st.InputChannelState), len(st.ResultSubpartitionState), *ws.InputChannelHandles, *ws.ResultSubpartitionHandles)
+			}
+			if ws.ChannelStateSize != nil {
+				var size int64
+				for _, c := range append(append([]ChannelHandle{}, st.InputChannelState...), st.ResultSubpartitionState...) {
+					size += c.Size
+				}
+				if size != *ws.ChannelStateSize {
+					t.Errorf("%s: channel state %d bytes, Flink %d", where, size, *ws.ChannelStateSize)
+				}
 			}
 			var got []NamedOperatorState
 			if st.ManagedOperatorState != nil {

@@ -10,7 +10,8 @@
 //	javac -cp "$CP" -d /tmp/spgen SavepointGen.java
 //	java -Xmx1g -cp "/tmp/spgen:$CP" SavepointGen ../flink
 //
-// It writes into ../flink/<Flink version>/. For Flink 1.20, use flinkref's
+// It writes into ../flink/<Flink version>/; a second argument "unaligned" writes
+// only the unaligned checkpoint. For Flink 1.20, use flinkref's
 // flink-1.20 profile classpath (target/flink-1.20/classpath.txt).
 //
 // The job: a rate-limited number source (SourceReaderState), a map with
@@ -74,10 +75,59 @@ public class SavepointGen {
         Path out = Path.of(args.length > 0 ? args[0] : "../flink").toAbsolutePath()
                 .resolve(org.apache.flink.runtime.util.EnvironmentInformation.getVersion());
         Files.createDirectories(out);
+        if (args.length > 1 && args[1].equals("unaligned")) {
+            unaligned(out); // only the unaligned checkpoint
+            return;
+        }
         for (String backend : new String[] {"hashmap", "rocksdb"}) {
             for (boolean inline : new boolean[] {true, false}) {
                 run(out, backend, inline);
             }
+        }
+        unaligned(out);
+    }
+
+    /**
+     * An unaligned checkpoint taken under backpressure (a slow keyed function):
+     * in-flight buffers are saved as channel state (input channel and result
+     * subpartition handles).
+     */
+    static void unaligned(Path out) throws Exception {
+        Path work = Files.createTempDirectory("spgen");
+        Configuration conf = new Configuration();
+        conf.set(StateBackendOptions.STATE_BACKEND, "hashmap");
+        conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, work.resolve("checkpoints").toUri().toString());
+        conf.set(CheckpointingOptions.ENABLE_UNALIGNED, true);
+        MiniClusterConfiguration mcc = new MiniClusterConfiguration.Builder()
+                .setConfiguration(conf).setNumTaskManagers(1).setNumSlotsPerTaskManager(4).build();
+        try (MiniCluster mc = new MiniCluster(mcc)) {
+            mc.start();
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(2);
+            env.setMaxParallelism(128);
+            env.enableCheckpointing(3_600_000L);
+            DataGeneratorSource<Long> src = new DataGeneratorSource<>(n -> n, Long.MAX_VALUE, RateLimiterStrategy.perSecond(20_000), Types.LONG);
+            env.fromSource(src, WatermarkStrategy.noWatermarks(), "numbers").uid("numbers").name("numbers")
+                    .map(new Buffering()).uid("buffering").name("buffering")
+                    .keyBy(s -> s)
+                    .process(new Slow()).uid("slow").name("slow")
+                    .sinkTo(new DiscardingSink<>()).uid("sink").name("sink");
+            JobGraph jg = env.getStreamGraph().getJobGraph();
+            mc.submitJob(jg).get();
+            Thread.sleep(4000);
+            Path chks = work.resolve("checkpoints").resolve(jg.getJobID().toHexString());
+            long cp = mc.triggerCheckpoint(jg.getJobID(), CheckpointType.FULL).get();
+            save(out.resolve("hashmap-unaligned-checkpoint"), chks.resolve("chk-" + cp).toUri().toString(), "hashmap", "checkpoint");
+            mc.cancelJob(jg.getJobID()).get();
+        }
+    }
+
+    /** A keyed function slow enough to back-pressure the source. */
+    static class Slow extends KeyedProcessFunction<String, String, String> {
+        @Override
+        public void processElement(String key, Context ctx, Collector<String> out) throws Exception {
+            Thread.sleep(2);
+            out.collect(key);
         }
     }
 
@@ -194,6 +244,20 @@ public class SavepointGen {
                     keyed.add(ks);
                 }
                 s.put("managedKeyedState", keyed);
+                // In-flight data of an unaligned checkpoint.
+                long channelBytes = 0;
+                int inputs = 0, outputs = 0;
+                for (org.apache.flink.runtime.state.StateObject c : e.getValue().getInputChannelState()) {
+                    channelBytes += c.getStateSize();
+                    inputs++;
+                }
+                for (org.apache.flink.runtime.state.StateObject c : e.getValue().getResultSubpartitionState()) {
+                    channelBytes += c.getStateSize();
+                    outputs++;
+                }
+                s.put("inputChannelHandles", inputs);
+                s.put("resultSubpartitionHandles", outputs);
+                s.put("channelStateSize", channelBytes);
                 subs.add(s);
             }
             o.put("subtasks", subs);
