@@ -362,3 +362,28 @@ func TestLessonTypedLineTravelsInAnIdleRun(t *testing.T) {
 	require.Equal(t, "ack", lc.command(CmdInject, map[string]any{"text": "be"})["type"])
 	assert.True(t, lc.snapshot().Paused, "a pause by hand is kept")
 }
+
+// Lesson 11, step 2 asks for count at 4; a learner who pressed + once has
+// count waiting for slots at 3, which no rescale can change. "Do it for me"
+// then says so and points at "Replay this step", instead of a bare refusal.
+func TestLessonDoItForMeExplainsARescaleUnderWay(t *testing.T) {
+	ts := newTestServer(t, nil)
+	lc := dialLesson(t, ts, "lesson=11-savepoints-and-scaling-out&step=2")
+	require.Equal(t, "ack", lc.command(CmdSpeed, map[string]any{"factor": 100})["type"])
+	deadline := time.Now().Add(lessonTickWait)
+	for s := lc.snapshot(); lessons.NotReady(&s) != ""; s = lc.snapshot() {
+		require.True(t, time.Now().Before(deadline), "the job never ran: %s", lessons.NotReady(&s))
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := lc.command(CmdRescale, map[string]any{"operator": "count", "parallelism": 3})
+	require.Equal(t, "ack", r["type"], "%v", r)
+	for s := lc.snapshot(); !s.Job.WaitingForResources; s = lc.snapshot() {
+		require.True(t, time.Now().Before(deadline), "count at 3 never waited for slots")
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Equal(t, "ack", lc.command(CmdLessonDo, map[string]any{"step": 2})["type"])
+	m := lc.until(lessonTickWait, "do it for me to stop", func(m msg) bool { return m["error"] != nil && m["error"] != "" })
+	assert.Contains(t, m["error"], "count is already being rescaled to 3")
+	assert.Contains(t, m["error"], "Replay this step")
+	assert.NotContains(t, lc.ticks, 2, "count at 3 is not the step")
+}
