@@ -246,6 +246,12 @@ func TestJourneyPhoneAndLaptop(t *testing.T) {
 				name := fmt.Sprintf("%s %s at %dx%d", p, lang, size[0], size[1])
 				j.fits(name)
 				j.accessible(name)
+				if strings.HasPrefix(p, "/lessons/") {
+					// Switching language keeps the step, but step 1 needs no jump to #step-1.
+					if eval[bool](j.browserEnv, `window.statelab?.model?.ready === true && document.querySelector('.step.current')?.dataset.step === '1'`) {
+						require.False(t, eval[bool](j.browserEnv, `[...document.querySelectorAll('[data-lang-link]')].some(a => a.href.endsWith('#step-1'))`), "%s: the language switch jumps to #step-1", name)
+					}
+				}
 				slug := strings.Trim(strings.NewReplacer("/", "-", "?", "-", "=", "-", "&", "-").Replace(p), "-")
 				if slug == "" {
 					slug = "home"
@@ -255,6 +261,10 @@ func TestJourneyPhoneAndLaptop(t *testing.T) {
 		}
 	}
 }
+
+// jsBoxesFit: every text of every subtask box ends inside the box.
+const jsBoxesFit = `[...document.querySelectorAll('#graph g.box')].every(g => { const w = g.querySelector('.box-rect').getBBox().width;
+  return [...g.querySelectorAll('text')].every(t => t.textContent === '' || t.getBBox().x + t.getBBox().width <= w + 0.5); })`
 
 // jsModel reads the live view's model (only to wait and to check; every
 // action goes through what the page shows).
@@ -301,6 +311,8 @@ func TestJourneyExplorer(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	j.waitJS(180*time.Second, "the typed line read", `document.getElementById('explain-body').innerText.includes('read your line')`)
+	// Thousands of records in and out: every subtask box's text stays inside it.
+	require.True(t, eval[bool](j.browserEnv, jsBoxesFit), "a subtask box's text crosses its border")
 	for range 3 {
 		j.clickLive(`#btn-slower`)
 		time.Sleep(150 * time.Millisecond)
@@ -389,6 +401,13 @@ func TestJourneyExplorer(t *testing.T) {
 	j.waitJS(10*time.Second, "Chinese panels", `document.body.innerText.includes('作业图') && document.body.innerText.includes('键组')`)
 	j.accessible("shared run zh")
 	j.shot("09-shared-run-zh")
+	// 现在 ("now") never sits on a checkpoint's number; the sink is not "sink Sink".
+	j.waitJS(30*time.Second, "a checkpoint on the timeline", `document.querySelectorAll('#checkpoints text.cp-id').length > 0`)
+	require.True(t, eval[bool](j.browserEnv, `(() => { const n = document.querySelector('#checkpoints text.now').getBBox();
+	  return [...document.querySelectorAll('#checkpoints text.cp-id')].every(el => { const b = el.getBBox();
+	    return b.x + b.width <= n.x || b.x >= n.x + n.width || b.y + b.height <= n.y || b.y >= n.y + n.height; }); })()`), "现在 overlaps a checkpoint's label")
+	require.NotRegexp(t, `(?i)sink\s*sink`, eval[string](j.browserEnv, `document.querySelector('.op-head[data-op="sink"] .op-name').textContent`))
+	require.True(t, eval[bool](j.browserEnv, jsBoxesFit), "a subtask box's text crosses its border")
 }
 
 const jsFollowerReady = `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`
