@@ -29,6 +29,12 @@ final class JobBuilder {
     static final TypeInformation<Rec> REC = TypeInformation.of(Rec.class);
 
     static void build(StreamExecutionEnvironment env, JsonNode spec, String inputFile, Map<String, Integer> parallelism) {
+        build(env, spec, inputFile, parallelism, null);
+    }
+
+    /** outputDir: when set, each sink also appends its committed records to outputDir/SINK.jsonl. */
+    static void build(StreamExecutionEnvironment env, JsonNode spec, String inputFile, Map<String, Integer> parallelism,
+            String outputDir) {
         env.disableOperatorChaining();
         Map<String, JsonNode> ops = new HashMap<>();
         List<String> order = new ArrayList<>();
@@ -53,7 +59,7 @@ final class JobBuilder {
                 if (!ready) {
                     continue;
                 }
-                built.put(id, buildOp(env, ops.get(id), in, built, ops, inputFile, parallelism));
+                built.put(id, buildOp(env, ops.get(id), in, built, ops, inputFile, parallelism, outputDir));
                 progress = true;
             }
             if (!progress) {
@@ -84,7 +90,7 @@ final class JobBuilder {
 
     private static DataStream<Rec> buildOp(StreamExecutionEnvironment env, JsonNode op, List<JsonNode> in,
             Map<String, DataStream<Rec>> built, Map<String, JsonNode> ops, String inputFile,
-            Map<String, Integer> parallelism) {
+            Map<String, Integer> parallelism, String outputDir) {
         String id = op.path("id").asText();
         String kind = op.path("kind").asText();
         JsonNode opts = op.path("options");
@@ -129,7 +135,9 @@ final class JobBuilder {
                     .process(new Ops.BroadcastFilter(id), REC);
             case "sink" -> {
                 boolean eo = !"at-least-once".equals(opts.path("semantics").asText("exactly-once"));
-                out = input.transform(id, Types.VOID, eo ? new Ops.TwoPhaseSink(id) : new Ops.AtLeastOnceSink(id));
+                String file = outputDir == null ? null : new java.io.File(outputDir, id + ".jsonl").getPath();
+                out = input.transform(id, Types.VOID,
+                        eo ? new Ops.TwoPhaseSink(id, file) : new Ops.AtLeastOnceSink(id, file));
             }
             default -> throw new IllegalArgumentException("operator " + id + ": kind " + kind + " is not translated");
         }

@@ -357,6 +357,7 @@ final class Ops {
      */
     static final class TwoPhaseSink extends AbstractStreamOperator<Void> implements OneInputStreamOperator<Rec, Void> {
         private final String id;
+        private final String outputFile;
         private transient ListState<String> state;
         private transient TreeMap<Long, String> pending;
         private transient String current;
@@ -364,7 +365,13 @@ final class Ops {
         private transient int seq;
 
         TwoPhaseSink(String id) {
+            this(id, null);
+        }
+
+        /** outputFile: where committed records are appended as JSON lines too (an exported job's output). */
+        TwoPhaseSink(String id, String outputFile) {
             this.id = id;
+            this.outputFile = outputFile;
         }
 
         @Override
@@ -382,7 +389,7 @@ final class Ops {
                 for (String s : state.get()) {
                     restored.add(s);
                     String[] p = s.split("@", 2);
-                    if (Staging.commit(id, p[0], Long.parseLong(p[1]))) {
+                    if (Staging.commit(id, p[0], Long.parseLong(p[1]), outputFile)) {
                         committedNow.add(p[0]);
                     }
                 }
@@ -423,7 +430,7 @@ final class Ops {
             var it = pending.headMap(id, true).entrySet().iterator();
             while (it.hasNext()) {
                 var e = it.next();
-                Staging.commit(this.id, e.getValue(), e.getKey());
+                Staging.commit(this.id, e.getValue(), e.getKey(), outputFile);
                 it.remove();
             }
         }
@@ -440,10 +447,16 @@ final class Ops {
     /** sink, at-least-once: writes each record as it arrives. */
     static final class AtLeastOnceSink extends AbstractStreamOperator<Void> implements OneInputStreamOperator<Rec, Void> {
         private final String id;
+        private final String outputFile;
         private transient String task;
 
         AtLeastOnceSink(String id) {
+            this(id, null);
+        }
+
+        AtLeastOnceSink(String id, String outputFile) {
             this.id = id;
+            this.outputFile = outputFile;
         }
 
         @Override
@@ -458,6 +471,7 @@ final class Ops {
         public void processElement(StreamRecord<Rec> el) {
             Faults.record(task);
             Trace.commit(id, null, 0, List.of(el.getValue()));
+            Output.append(outputFile, List.of(el.getValue()));
         }
     }
 
@@ -469,12 +483,16 @@ final class Ops {
             open.computeIfAbsent(txn, k -> new ArrayList<>()).add(r);
         }
 
-        static boolean commit(String sink, String txn, long checkpoint) {
+        static boolean commit(String sink, String txn, long checkpoint, String outputFile) {
             List<Rec> recs;
             synchronized (Staging.class) {
                 recs = open.remove(txn);
             }
-            return Trace.commit(sink, txn, checkpoint, recs == null ? List.of() : recs);
+            boolean now = Trace.commit(sink, txn, checkpoint, recs == null ? List.of() : recs);
+            if (now && recs != null) {
+                Output.append(outputFile, recs);
+            }
+            return now;
         }
 
         static synchronized void abort(String txn) {
@@ -483,6 +501,54 @@ final class Ops {
 
         static synchronized void reset() {
             open.clear();
+        }
+    }
+
+    /** A sink's committed records as JSON lines in a file (one file per sink, shared by its subtasks). */
+    static final class Output {
+        static synchronized void append(String file, List<Rec> recs) {
+            if (file == null || recs.isEmpty()) {
+                return;
+            }
+            StringBuilder b = new StringBuilder();
+            for (Rec r : recs) {
+                b.append("{\"key\":").append(quote(r.key)).append(",\"value\":").append(r.value);
+                if (!r.text.isEmpty()) {
+                    b.append(",\"text\":").append(quote(r.text));
+                }
+                b.append("}\n");
+            }
+            try {
+                java.nio.file.Path p = java.nio.file.Path.of(file);
+                if (p.getParent() != null) {
+                    java.nio.file.Files.createDirectories(p.getParent());
+                }
+                java.nio.file.Files.writeString(p, b, java.nio.file.StandardOpenOption.CREATE,
+                        java.nio.file.StandardOpenOption.APPEND);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException("append committed records to " + file, e);
+            }
+        }
+
+        private static String quote(String s) {
+            StringBuilder b = new StringBuilder("\"");
+            for (char c : s.toCharArray()) {
+                switch (c) {
+                    case '"' -> b.append("\\\"");
+                    case '\\' -> b.append("\\\\");
+                    case '\n' -> b.append("\\n");
+                    case '\r' -> b.append("\\r");
+                    case '\t' -> b.append("\\t");
+                    default -> {
+                        if (c < 0x20) {
+                            b.append(String.format("\\u%04x", (int) c));
+                        } else {
+                            b.append(c);
+                        }
+                    }
+                }
+            }
+            return b.append('"').toString();
         }
     }
 

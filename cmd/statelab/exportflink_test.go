@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/engine"
+	"github.com/statelab/statelab/lessons"
+)
+
+func TestExportFlinkRefusesBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--out", t.TempDir()},
+		{"--lesson", "05-failure-and-recovery", "--spec", "x.yaml", "--out", t.TempDir()},
+		{"--lesson", "05-failure-and-recovery"},
+		{"--lesson", "no-such-lesson", "--out", t.TempDir()},
+		{"--spec", "job.yaml", "--variant", "x", "--out", t.TempDir()},
+	} {
+		var out, errb bytes.Buffer
+		code := runExportFlink(context.Background(), args, IO{Out: &out, Err: &errb})
+		require.Equal(t, exitUsage, code, "%v: %s", args, errb.String())
+		require.NotEmpty(t, errb.String())
+	}
+}
+
+// TestExportFlinkRunsOnFlink exports lesson 05's job (click counts in
+// 15-second event-time windows, an exactly-once sink), builds the project
+// with Maven, runs it on a local Flink MiniCluster and checks that Flink
+// commits the same window results StateLab's engine fires for the same job.
+// Skipped without java and mvn unless FLINK=1.
+func TestExportFlinkRunsOnFlink(t *testing.T) {
+	var missing []string
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) > 0 {
+		msg := "export-flink's run on Flink needs " + strings.Join(missing, " and ") + " (a JDK 17 and Maven 3.8+)"
+		if os.Getenv("FLINK") == "1" {
+			t.Fatal(msg + "; FLINK=1 requires them")
+		}
+		t.Skip(msg + "; skipped (set FLINK=1 to require them)")
+	}
+	const slug = "05-failure-and-recovery"
+	dir := filepath.Join(t.TempDir(), "job")
+	var out, errb bytes.Buffer
+	require.Equal(t, exitOK, runExportFlink(context.Background(), []string{"--lesson", slug, "--out", dir}, IO{Out: &out, Err: &errb}), errb.String())
+	for _, f := range []string{"pom.xml", "job.json", "input.json", "README.md", "src/main/java/org/statelab/flinkref/ExportedJob.java"} {
+		require.FileExists(t, filepath.Join(dir, f))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "mvn", "-q", "-B", "package", "-DskipTests")
+	build.Dir = dir
+	b, err := build.CombinedOutput()
+	require.NoError(t, err, "mvn package in the exported project:\n%s", b)
+	cp, err := os.ReadFile(filepath.Join(dir, "target", "classpath.txt"))
+	require.NoError(t, err)
+	run := exec.CommandContext(ctx, "java", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-cp", "target/classes"+string(os.PathListSeparator)+strings.TrimSpace(string(cp)),
+		"org.statelab.flinkref.ExportedJob", "--job", "job.json", "--input", "input.json", "--output", "output")
+	run.Dir = dir
+	b, err = run.CombinedOutput()
+	require.NoError(t, err, "the exported job on Flink:\n%s", exportTail(string(b), 3000))
+
+	flink := map[string]int{}
+	f, err := os.Open(filepath.Join(dir, "output", "sink.jsonl"))
+	require.NoError(t, err, "Flink committed nothing to output/sink.jsonl")
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			Key   string `json:"key"`
+			Value int64  `json:"value"`
+			Text  string `json:"text"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
+		flink[fmt.Sprintf("%s %s %d", r.Key, r.Text, r.Value)]++
+	}
+
+	// The same job on StateLab's engine: every window it fires.
+	cat, err := lessons.Default()
+	require.NoError(t, err)
+	l, ok := cat.Lesson(slug)
+	require.True(t, ok)
+	spec, err := l.Job("")
+	require.NoError(t, err)
+	require.NoError(t, spec.Validate())
+	statelab := map[string]int{}
+	s, err := engine.NewStepper(spec, engine.Options{RecordEvents: func(e engine.Event) {
+		if e.Kind == engine.EvWindowFired {
+			statelab[fmt.Sprintf("%s %s %d", e.Key, e.Window, e.Value)]++
+		}
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.RunUntilDrained(5_000_000)
+	require.NoError(t, err)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	for _, c := range cmp {
+		require.True(t, c.ExactlyOnce, "StateLab's sink %s is not exactly once", c.Sink)
+		require.Equal(t, exportTotal(flink), c.Committed, "records committed by Flink and by StateLab's sink %s", c.Sink)
+	}
+	require.NotEmpty(t, flink)
+	require.Equal(t, exportKeys(statelab), exportKeys(flink), "window results: StateLab fired vs Flink committed")
+	require.Equal(t, statelab, flink)
+}
+
+func exportTotal(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func exportKeys(m map[string]int) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func exportTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
