@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +22,8 @@ import (
 // plays the step again with its actions taken away (all of them, and each
 // one alone) or replaced by what the UI offers next to them — crash a
 // subtask instead of its TaskManager, rescale by one instead of to N, reset
-// the job that runs instead of switching to a variant — and the step's
+// the job that runs instead of switching to a variant, type part of the
+// line — and the step's
 // check must NOT hold, for longer than the step's own bound.
 
 // mutant is a step played another way.
@@ -118,8 +121,9 @@ func mutants(st *Step, snap *engine.Snapshot) []mutant {
 }
 
 // neighbours are the actions the UI offers beside a: a subtask's crash
-// beside its TaskManager's, a rescale by one beside a rescale to N, and a
-// reset of the job that runs beside a reset to a variant.
+// beside its TaskManager's, a rescale by one beside a rescale to N, a reset
+// of the job that runs beside a reset to a variant, and another line in the
+// text box (the step's line without its first word).
 func neighbours(a Action, snap *engine.Snapshot) []Action {
 	if a.ExpectRefused {
 		return nil
@@ -153,6 +157,14 @@ func neighbours(a Action, snap *engine.Snapshot) []Action {
 			if p >= 1 && p != to && p <= v.MaxParallelism {
 				out = append(out, Action{Name: cmdRescale, Args: map[string]any{"operator": op, "parallelism": p}})
 			}
+		}
+	case cmdInject:
+		// A line typed half: the text without its first word.
+		text, _ := argString(a.Args, "text")
+		if i := strings.IndexByte(text, ' '); i > 0 {
+			n := Action{Name: cmdInject, Args: maps.Clone(a.Args)}
+			n.Args["text"] = text[i+1:]
+			out = append(out, n)
 		}
 	case cmdReset:
 		if job, _ := a.Args["job"].(string); job != "" && job != MainJob {
