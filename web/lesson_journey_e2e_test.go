@@ -78,6 +78,7 @@ func startJob(j *journey) {
 	j.waitJS(20*time.Second, "the step's Start the job button", `(b => b && !b.disabled)(document.querySelector('.step.current [data-job]'))`)
 	n := eval[int](j.browserEnv, jsLessonState+`.lesson.step`)
 	j.clickSteady(`.step.current [data-job]`)
+	j.window(fmt.Sprintf("%s-step-%d-start-job", eval[string](j.browserEnv, `location.pathname.split('/').pop().slice(0, 2)`), n))
 	// The new job may satisfy the step at once, and the next step then
 	// starts not yet acted on.
 	j.waitJS(30*time.Second, "the new job", fmt.Sprintf(`(m => m && (m.acted || m.step > %d || m.finished))((`+jsLessonState+`).lesson)`, n))
