@@ -160,8 +160,8 @@ func operatorStateDir(t *testing.T) string {
 			require.NoError(t, binary.Write(b, binary.BigEndian, v))
 		}
 	}
-	// OperatorBackendSerializationProxy v6: one list state, no broadcast state.
-	put(&st, int32(6), uint16(1), "words", int32(1), int32(1), "OPERATOR_STATE_DISTRIBUTION_MODE", "SPLIT_DISTRIBUTE",
+	// OperatorBackendSerializationProxy v6: not compressed, one list state, no broadcast state.
+	put(&st, int32(6), false, uint16(1), "words", int32(1), int32(1), "OPERATOR_STATE_DISTRIBUTION_MODE", "SPLIT_DISTRIBUTE",
 		int32(1), "VALUE_SERIALIZER", int32(2), "org.apache.flink.api.common.typeutils.base.StringSerializer$StringSerializerSnapshot", int32(3), uint16(0))
 	var offsets []int64
 	for _, w := range []string{"hello", "world"} {
@@ -206,8 +206,10 @@ func TestBrowserSavepointDirectoryPickReadsStateFiles(t *testing.T) {
 // operator's card shows its 128 key groups in the strip, its decoded values,
 // and that every decoded key sits in the key group Flink's assignment gives it.
 func TestBrowserSavepointRealFlinkKeyedState(t *testing.T) {
-	path, err := filepath.Abs(filepath.Join("..", "savepoint", "testdata", "flink", "rocksdb-inline-savepoint-canonical", "_metadata"))
+	path, err := filepath.Abs(filepath.Join("..", "savepoint", "testdata", "flink", "2.3.0", "rocksdb-inline-savepoint-canonical", "_metadata"))
 	require.NoError(t, err)
+	_, err = os.Stat(path)
+	require.NoError(t, err, "the Flink snapshot the test reads")
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/savepoint?lang=en"))
 	b.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
