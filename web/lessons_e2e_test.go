@@ -93,7 +93,7 @@ func TestBrowserLessonWalkthrough(t *testing.T) {
 	for i, st := range l.Steps {
 		step := i + 1
 		sel := fmt.Sprintf(`.steps .step[data-step="%d"]`, step)
-		b.waitLesson(60*time.Second, fmt.Sprintf("step %d is current", step), fmt.Sprintf(`m.step === %d || s.ticks.includes(%d)`, step, step))
+		b.waitLesson(lessonTickWait, fmt.Sprintf("step %d is current", step), fmt.Sprintf(`m.step === %d || s.ticks.includes(%d)`, step, step))
 		if len(st.Actions) > 0 {
 			b.waitJS(30*time.Second, fmt.Sprintf("step %d's do it for me can be pressed", step),
 				fmt.Sprintf(`!document.querySelector('%s [data-do]').disabled`, sel))
@@ -161,7 +161,7 @@ func TestBrowserLessonWalkthrough(t *testing.T) {
 	assert.Equal(t, "#step-2", eval[string](b, `location.hash`))
 	assert.Equal(t, []int{1}, eval[[]int](b, jsLesson+`.lesson.completed`))
 	b.click(`.step[data-step="2"] [data-do]`)
-	b.waitLesson(60*time.Second, "the tick of the replayed step", `s.ticks.includes(2)`)
+	b.waitLesson(lessonTickWait, "the tick of the replayed step", `s.ticks.includes(2)`)
 	assert.Equal(t, 2, eval[int](b, jsLesson+`.ticks[0]`), "the replayed step is the first tick of this page")
 	b.waitJS(5*time.Second, "the current step in view", `(() => { const el = document.querySelector('.step.current'); if (!el) return false;
 		const r = el.getBoundingClientRect(), box = document.querySelector('.lesson-text').getBoundingClientRect();

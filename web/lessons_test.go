@@ -160,7 +160,7 @@ func TestLessonDoItForMeWalksEveryLesson(t *testing.T) {
 			assert.EqualValues(t, len(l.Steps), m["steps"])
 			for i, st := range l.Steps {
 				n := i + 1
-				lc.until(60*time.Second, fmt.Sprintf("step %d to be current", n), func(m msg) bool {
+				lc.until(lessonTickWait, fmt.Sprintf("step %d to be current", n), func(m msg) bool {
 					return int(m["step"].(float64)) == n || slices.Contains(lc.ticks, n)
 				})
 				if len(st.Actions) > 0 && !slices.Contains(lc.ticks, n) {
@@ -290,7 +290,7 @@ func TestLessonWaitsForTheStepsAction(t *testing.T) {
 	assert.Equal(t, false, lc.last["acted"])
 
 	require.Equal(t, "ack", lc.command(CmdLessonDo, map[string]any{"step": 5})["type"])
-	m := lc.until(60*time.Second, "the tick of step 5", func(m msg) bool { return slices.Contains(lc.ticks, 5) })
+	m := lc.until(lessonTickWait, "the tick of step 5", func(m msg) bool { return slices.Contains(lc.ticks, 5) })
 	assert.Equal(t, "at-least-once", m["job"])
 }
 
@@ -311,7 +311,7 @@ func TestLessonTrackerStartsAtTheLearnersAction(t *testing.T) {
 	}
 	r := lc.command(CmdCrashTaskManager, map[string]any{"taskManager": "tm-1"})
 	require.Equal(t, "ack", r["type"], "%v", r)
-	m := lc.until(60*time.Second, "the tick of step 2", func(m msg) bool { return slices.Contains(lc.ticks, 2) })
+	m := lc.until(lessonTickWait, "the tick of step 2", func(m msg) bool { return slices.Contains(lc.ticks, 2) })
 	assert.Equal(t, []int{1, 2}, intsOf(m["completed"]))
 }
 
