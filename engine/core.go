@@ -679,7 +679,7 @@ func (c *core) giveUpReason() string {
 		return fmt.Sprintf("exponential-delay allows %d attempt(s) before the backoff resets (restart-strategy.exponential-delay.attempts-before-reset-backoff)", r.Attempts)
 	}
 	if c.spec.Restart.Strategy == RestartDefault {
-		return "no restart strategy is configured and checkpointing is off, so Flink's default is none (set restart-strategy.type, or enable checkpointing for exponential-delay)"
+		return "no restart strategy is configured and checkpointing is off, so Flink's default restart strategy is none (set restart-strategy.type, or enable periodic checkpoints for exponential-delay)"
 	}
 	return "the restart strategy is none"
 }
