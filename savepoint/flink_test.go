@@ -502,3 +502,65 @@ func TestPlanOnFlinkSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// TestFlinkWindowState checks the window job's snapshots (SavepointGen
+// "window": keys key-0 … key-19, a one-hour tumbling processing-time window
+// reducing to the first element): the window contents of each key is the key
+// itself, in a window of one hour, and each key has a processing-time timer
+// at that window's end - 1 (WindowOperator registers window.maxTimestamp()).
+func TestFlinkWindowState(t *testing.T) {
+	for _, dir := range flinkDirs(t) {
+		var want flinkReading
+		raw, _ := os.ReadFile(filepath.Join(dir, "flink.json"))
+		if json.Unmarshal(raw, &want) != nil || (want.Backend != "hashmap" && want.Snapshot != "savepoint-canonical") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Read(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := m.FindOperator("01203aa9a12dc1ec725e03853dd7c8f2") // Flink's hash of the uid "window"
+		if err != nil {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			contents, timers := map[string]any{}, map[string]any{}
+			for _, st := range op.Subtasks {
+				v := decodeKeyedState(st.ManagedKeyedState, op.MaxParallelism, 1<<20)
+				if v.NotDecoded != "" || v.KeyGroupMismatches != 0 {
+					t.Fatalf("subtask %d: %s (%d of %d keys elsewhere)", st.Index, v.NotDecoded, v.KeyGroupMismatches, v.KeyGroupChecked)
+				}
+				for _, s := range v.States {
+					if s.NotDecoded != "" {
+						t.Fatalf("%q: %s", s.Name, s.NotDecoded)
+					}
+					for _, e := range s.Samples {
+						w, ok := e.Namespace.(map[string]int64)
+						if !ok || w["end"]-w["start"] != 3_600_000 {
+							t.Fatalf("%q %v: window %v is not one hour", s.Name, e.Key, e.Namespace)
+						}
+						switch s.Name {
+						case "window-contents":
+							if e.Value != e.Key {
+								t.Errorf("window contents of %v is %v, the reduce keeps the first element (the key)", e.Key, e.Value)
+							}
+							contents[e.Key.(string)] = w
+						case "_timer_state/processing_window-timers":
+							if ts := e.Value.(map[string]int64)["timestamp"]; ts != w["end"]-1 {
+								t.Errorf("timer of %v at %d, its window ends at %d", e.Key, ts, w["end"])
+							}
+							timers[e.Key.(string)] = w
+						}
+					}
+				}
+			}
+			if len(contents) != 20 || fmt.Sprint(contents) != fmt.Sprint(timers) {
+				t.Errorf("%d keys with window contents, timers for %d; windows %v and %v", len(contents), len(timers), contents, timers)
+			}
+		})
+	}
+}

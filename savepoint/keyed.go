@@ -97,8 +97,10 @@ type KeyedStateValues struct {
 type KeyedEntry struct {
 	KeyGroup int `json:"keyGroup"`
 	Key      any `json:"key"`
-	UserKey  any `json:"userKey,omitempty"`
-	Value    any `json:"value"`
+	// Namespace is a window state's window (TimeWindow: start and end).
+	Namespace any `json:"namespace,omitempty"`
+	UserKey   any `json:"userKey,omitempty"`
+	Value     any `json:"value"`
 }
 
 // KeyedValues is what DecodeKeyedState found in one keyed handle.
@@ -342,14 +344,20 @@ func decodeEntry(key, val []byte, kg, prefix int, keySer *serializerInfo, m stat
 		return e, fmt.Errorf("a key stored under key group %d is prefixed with key group %d", kg, stored)
 	}
 	var err error
+	if vs := m.serializers["VALUE_SERIALIZER"]; vs != nil && vs.typ == "Timer" {
+		// A timer is all key: the timer as TimerSerializer writes it, no value.
+		if err := readTimer(r, vs, &e); err != nil {
+			return e, fmt.Errorf("timer state %q: %w", m.name, err)
+		}
+		if r.remaining() != 0 || len(val) != 0 {
+			return e, fmt.Errorf("timer state %q: %d key bytes and %d value bytes left", m.name, r.remaining(), len(val))
+		}
+		return e, nil
+	}
 	if e.Key, err = readTyped(r, keySer.typ, keySer.class); err != nil {
 		return e, fmt.Errorf("key: %w", err)
 	}
-	ns := m.serializers["NAMESPACE_SERIALIZER"]
-	if ns == nil || ns.typ != "VoidNamespace" {
-		return e, fmt.Errorf("state %q has a namespace (a window, say) StateLab does not decode", m.name)
-	}
-	if _, err := r.u8("namespace"); err != nil {
+	if e.Namespace, err = readNamespace(r, m); err != nil {
 		return e, err
 	}
 	vs := m.serializers["VALUE_SERIALIZER"]
@@ -419,8 +427,7 @@ func decodeEntry(key, val []byte, kg, prefix int, keySer *serializerInfo, m stat
 // the entry count, then per entry namespace, key and state, each with its
 // serializer — a list as ListSerializer writes it, a map as MapSerializer).
 // A timer queue (priority queue state, KeyGroupPartitioner's count then
-// elements) is stepped over when empty; a non-empty one ends the reading of
-// the key group, as TimerSerializer's element format is not read.
+// elements) is read when its key and namespace are ones StateLab reads.
 func (out *KeyedValues) readHeapKeyGroup(r *reader, kg int, keySer *serializerInfo, metas []stateMeta, maxParallelism int) error {
 	id, err := r.i32("key group id")
 	if err != nil {
@@ -447,7 +454,21 @@ func (out *KeyedValues) readHeapKeyGroup(r *reader, kg int, keySer *serializerIn
 		if n == 0 {
 			continue // an empty state map or timer queue in this key group
 		}
-		if keySer == nil || keySer.typ == "" || vs == nil || ns == nil || ns.typ != "VoidNamespace" || vs.typ == "" || vs.typ == "Timer" {
+		if vs != nil && vs.typ == "Timer" && timerReadable(vs) {
+			for range n {
+				e := KeyedEntry{KeyGroup: kg}
+				if err := readTimer(r, vs, &e); err != nil {
+					return fmt.Errorf("timer state %q: %w", m.name, err)
+				}
+				st.Entries++
+				if len(st.Samples) < out.limit {
+					st.Samples = append(st.Samples, e)
+					out.checkKeyGroup(e.Key, keySer, kg, maxParallelism)
+				}
+			}
+			continue
+		}
+		if keySer == nil || keySer.typ == "" || vs == nil || ns == nil || (ns.typ != "VoidNamespace" && ns.typ != "TimeWindow") || vs.typ == "" || vs.typ == "Timer" {
 			if st.NotDecoded == "" {
 				st.NotDecoded = "its serializers are not ones StateLab reads, so the rest of each key group is not read"
 			}
@@ -455,10 +476,10 @@ func (out *KeyedValues) readHeapKeyGroup(r *reader, kg int, keySer *serializerIn
 			return nil
 		}
 		for range n {
-			if _, err := r.u8("namespace"); err != nil {
+			e := KeyedEntry{KeyGroup: kg}
+			if e.Namespace, err = readNamespace(r, m); err != nil {
 				return err
 			}
-			e := KeyedEntry{KeyGroup: kg}
 			if e.Key, err = readTyped(r, keySer.typ, keySer.class); err != nil {
 				return fmt.Errorf("state %q key: %w", m.name, err)
 			}
@@ -526,4 +547,58 @@ func readHeapValue(r *reader, vs *serializerInfo) (any, error) {
 		return entries, nil
 	}
 	return readTyped(r, vs.typ, vs.class)
+}
+
+// readNamespace reads a state's namespace: VoidNamespace's one byte (nil), or
+// a TimeWindow (start and end).
+func readNamespace(r *reader, m stateMeta) (any, error) {
+	ns := m.serializers["NAMESPACE_SERIALIZER"]
+	switch {
+	case ns != nil && ns.typ == "VoidNamespace":
+		_, err := r.u8("namespace")
+		return nil, err
+	case ns != nil && ns.typ == "TimeWindow":
+		return readTyped(r, ns.typ, ns.class)
+	}
+	class := "none"
+	if ns != nil {
+		class = ns.class
+	}
+	return nil, fmt.Errorf("state %q has a namespace StateLab does not decode (serializer %s)", m.name, class)
+}
+
+// timerReadable reports whether a TimerSerializer's key and namespace
+// serializers are ones StateLab reads.
+func timerReadable(vs *serializerInfo) bool {
+	if len(vs.nested) != 2 || vs.nested[0].typ == "" {
+		return false
+	}
+	switch vs.nested[1].typ {
+	case "VoidNamespace", "TimeWindow":
+		return true
+	}
+	return false
+}
+
+// readTimer reads one timer as TimerSerializer writes it: the timestamp with
+// its sign bit flipped (so timers sort by time as bytes), the key, the
+// namespace (a window's timer fires at its end - 1).
+func readTimer(r *reader, vs *serializerInfo, e *KeyedEntry) error {
+	if !timerReadable(vs) {
+		return fmt.Errorf("timer serializer with key or namespace StateLab does not read")
+	}
+	ts, err := r.i64("timer timestamp")
+	if err != nil {
+		return err
+	}
+	if e.Key, err = readTyped(r, vs.nested[0].typ, vs.nested[0].class); err != nil {
+		return err
+	}
+	if vs.nested[1].typ == "VoidNamespace" {
+		_, err = r.u8("namespace")
+	} else {
+		e.Namespace, err = readTyped(r, vs.nested[1].typ, vs.nested[1].class)
+	}
+	e.Value = map[string]int64{"timestamp": ts ^ -1<<63}
+	return err
 }

@@ -46,6 +46,7 @@ var simpleSnapshots = map[string]string{
 	"org.apache.flink.api.common.typeutils.base.DoubleSerializer$DoubleSerializerSnapshot":                               "Double",
 	"org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot": "byte[]",
 	"org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot":                             "VoidNamespace",
+	"org.apache.flink.streaming.api.windowing.windows.TimeWindow$Serializer$TimeWindowSerializerSnapshot":                "TimeWindow",
 }
 
 type stateMeta struct {
@@ -245,6 +246,14 @@ func readTyped(r *reader, typ, class string) (any, error) {
 		return math.Float64frombits(uint64(v)), err
 	case "String":
 		return readStringValue(r)
+	case "TimeWindow":
+		// TimeWindow.Serializer: start, then end, as longs.
+		start, err := r.i64("window start")
+		if err != nil {
+			return nil, err
+		}
+		end, err := r.i64("window end")
+		return map[string]int64{"start": start, "end": end}, err
 	case "byte[]":
 		n, err := r.count("byte array length", 1)
 		if err != nil {

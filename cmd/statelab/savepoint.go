@@ -232,6 +232,10 @@ func writeKeyedValues(out *bufio.Writer, v *savepoint.KeyedValues) {
 				break
 			}
 			k, _ := json.Marshal(e.Key)
+			if e.Namespace != nil {
+				ns, _ := json.Marshal(e.Namespace)
+				k = append(append(k, " in "...), ns...)
+			}
 			val, _ := json.Marshal(e.Value)
 			if e.UserKey != nil {
 				uk, _ := json.Marshal(e.UserKey)

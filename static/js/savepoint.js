@@ -213,7 +213,8 @@ function keyedValues(v) {
     if (st.samples && st.samples.length) {
       const ul = h('ul', { class: 'sp-values' });
       for (const e of st.samples.slice(0, 10)) {
-        const key = e.userKey !== undefined ? `${JSON.stringify(e.key)}[${JSON.stringify(e.userKey)}]` : JSON.stringify(e.key);
+        let key = e.userKey !== undefined ? `${JSON.stringify(e.key)}[${JSON.stringify(e.userKey)}]` : JSON.stringify(e.key);
+        if (e.namespace && e.namespace.start !== undefined) key += ` @ [${e.namespace.start}, ${e.namespace.end})`;
         ul.append(h('li', { class: 'sp-keyed-entry' }, h('span', { class: 'muted' }, `#${e.keyGroup} `), `${key} = ${JSON.stringify(e.value)}`));
       }
       box.append(ul);

@@ -11,7 +11,7 @@
 //	java -Xmx1g -cp "/tmp/spgen:$CP" SavepointGen ../flink
 //
 // It writes into ../flink/<Flink version>/; a second argument "unaligned" writes
-// only the unaligned checkpoint. For Flink 1.20, use flinkref's
+// only the unaligned checkpoint, "window" only the window job's snapshots. For Flink 1.20, use flinkref's
 // flink-1.20 profile classpath (target/flink-1.20/classpath.txt).
 //
 // The job: a rate-limited number source (SourceReaderState), a map with
@@ -79,6 +79,11 @@ public class SavepointGen {
             unaligned(out); // only the unaligned checkpoint
             return;
         }
+        if (args.length > 1 && args[1].equals("window")) {
+            window(out, "hashmap");
+            window(out, "rocksdb");
+            return;
+        }
         for (String backend : new String[] {"hashmap", "rocksdb"}) {
             for (boolean inline : new boolean[] {true, false}) {
                 run(out, backend, inline);
@@ -118,6 +123,44 @@ public class SavepointGen {
             Path chks = work.resolve("checkpoints").resolve(jg.getJobID().toHexString());
             long cp = mc.triggerCheckpoint(jg.getJobID(), CheckpointType.FULL).get();
             save(out.resolve("hashmap-unaligned-checkpoint"), chks.resolve("chk-" + cp).toUri().toString(), "hashmap", "checkpoint");
+            mc.cancelJob(jg.getJobID()).get();
+        }
+    }
+
+    /**
+     * A window job: keyed state in TimeWindow namespaces (the reduce's
+     * "window-contents") and processing-time timers, in a canonical savepoint
+     * and a full checkpoint.
+     */
+    static void window(Path out, String backend) throws Exception {
+        Path work = Files.createTempDirectory("spgen");
+        Configuration conf = new Configuration();
+        conf.set(StateBackendOptions.STATE_BACKEND, backend);
+        conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, work.resolve("checkpoints").toUri().toString());
+        conf.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, false);
+        MiniClusterConfiguration mcc = new MiniClusterConfiguration.Builder()
+                .setConfiguration(conf).setNumTaskManagers(1).setNumSlotsPerTaskManager(4).build();
+        try (MiniCluster mc = new MiniCluster(mcc)) {
+            mc.start();
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(2);
+            env.setMaxParallelism(128);
+            env.enableCheckpointing(3_600_000L);
+            DataGeneratorSource<Long> src = new DataGeneratorSource<>(n -> n, Long.MAX_VALUE, RateLimiterStrategy.perSecond(200), Types.LONG);
+            env.fromSource(src, WatermarkStrategy.noWatermarks(), "numbers").uid("numbers").name("numbers")
+                    .map(n -> "key-" + (n % 20)).uid("keys").name("keys")
+                    .keyBy(s -> s)
+                    .window(org.apache.flink.streaming.api.windowing.assigners.TumblingProcessingTimeWindows.of(java.time.Duration.ofHours(1)))
+                    .reduce((a, b) -> a).uid("window").name("window")
+                    .sinkTo(new DiscardingSink<>()).uid("sink").name("sink");
+            JobGraph jg = env.getStreamGraph().getJobGraph();
+            mc.submitJob(jg).get();
+            Thread.sleep(4000);
+            String p = mc.triggerSavepoint(jg.getJobID(), work.resolve("savepoints").toUri().toString(), false, SavepointFormatType.CANONICAL).get();
+            save(out.resolve(backend + "-window-savepoint-canonical"), p, backend, "savepoint-canonical");
+            Path chks = work.resolve("checkpoints").resolve(jg.getJobID().toHexString());
+            long cp = mc.triggerCheckpoint(jg.getJobID(), CheckpointType.FULL).get();
+            save(out.resolve(backend + "-window-checkpoint-full"), chks.resolve("chk-" + cp).toUri().toString(), backend, "checkpoint");
             mc.cancelJob(jg.getJobID()).get();
         }
     }
