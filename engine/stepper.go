@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -158,10 +159,37 @@ func (s *Stepper) candidates(buf []candidate) []candidate {
 	if len(s.jmq) > 0 {
 		buf = append(buf, candidate{kind: candJM, seq: s.jmq[0].seq})
 	}
-	for _, tm := range s.timers {
-		if tm.at <= s.clock {
-			buf = append(buf, candidate{kind: candTimer, seq: tm.seq})
+	return s.dueTimers(buf)
+}
+
+// dueTimers appends a candidate for every timer due by the clock, in the
+// queue's index order (the order a scan of the whole queue gives, which the
+// seeded pick depends on). It visits only the due timers and their
+// children: s.timers is a min-heap, so below a timer not yet due none is.
+// A scan of the whole queue made every step cost as much as the timers
+// pending, and a run keeps one pending per checkpoint until its timeout
+// (Flink's default: 10 minutes), so a replay's cost grew with the square
+// of its steps.
+func (s *Stepper) dueTimers(buf []candidate) []candidate {
+	q := s.timers
+	if len(q) == 0 || q[0].at > s.clock {
+		return buf
+	}
+	var stackBuf, dueBuf [64]int
+	stack, due := append(stackBuf[:0], 0), dueBuf[:0]
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		due = append(due, i)
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(q) && q[c].at <= s.clock {
+				stack = append(stack, c)
+			}
 		}
+	}
+	slices.Sort(due)
+	for _, i := range due {
+		buf = append(buf, candidate{kind: candTimer, seq: q[i].seq})
 	}
 	return buf
 }
