@@ -101,13 +101,18 @@ func TestRestoreCommandOverTheProtocol(t *testing.T) {
 	readUntil(t, c, "snapshot", "")
 	send(t, c, `{"type":"command","id":"fast","name":"speed","args":{"factor":50}}`)
 	require.Equal(t, "ack", reply(t, c, "fast")["type"])
-	snap := waitSnapshot(t, c, 60*time.Second, "two completed checkpoints", func(m msg) bool {
+	waitSnapshot(t, c, 60*time.Second, "two completed checkpoints", func(m msg) bool {
 		return m["checkpoints"].(map[string]any)["counts"].(map[string]any)["completed"].(float64) >= 2
 	})
+	// Pause, so no newer checkpoint subsumes the one chosen below.
+	send(t, c, `{"type":"command","id":"pause","name":"pause"}`)
+	require.Equal(t, "ack", reply(t, c, "pause")["type"])
+	send(t, c, `{"type":"command","id":"snap","name":"snapshot"}`)
+	snap := readUntil(t, c, "snapshot", "")
 	var first float64
-	for _, h := range snap["checkpoints"].(map[string]any)["history"].([]any) {
-		if h := h.(map[string]any); h["status"] == "COMPLETED" && first == 0 {
-			first = h["id"].(float64)
+	for _, r := range snap["checkpoints"].(map[string]any)["retained"].([]any) {
+		if id := r.(map[string]any)["id"].(float64); first == 0 || id < first {
+			first = id
 		}
 	}
 	require.NotZero(t, first)
@@ -123,6 +128,8 @@ func TestRestoreCommandOverTheProtocol(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"type": "command", "id": "restore", "name": "restore", "args": map[string]any{"checkpoint": first}})
 	send(t, c, string(raw))
 	require.Equal(t, "ack", reply(t, c, "restore")["type"])
+	send(t, c, `{"type":"command","id":"resume","name":"resume"}`)
+	require.Equal(t, "ack", reply(t, c, "resume")["type"])
 	restored := waitSnapshot(t, c, 60*time.Second, "the job restored from the first checkpoint", func(m msg) bool {
 		lr, _ := m["checkpoints"].(map[string]any)["latestRestore"].(map[string]any)
 		return allRunning(m) && lr != nil && lr["checkpoint"] == first
