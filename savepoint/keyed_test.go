@@ -1,6 +1,8 @@
 package savepoint
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/statelab/statelab/rescale"
@@ -139,6 +141,30 @@ func TestDecodeKeyedStateWrongPrefix(t *testing.T) {
 func FuzzDecodeKeyedState(f *testing.F) {
 	data, offs := canonicalKeyGroups(map[int][]string{3: {"a", "b"}, 90: {"c"}}, nil)
 	f.Add(data, offs[3], offs[90])
+	// Inline keyed streams Flink wrote (testdata/flink): full snapshots and heap checkpoints.
+	metas, _ := filepath.Glob(filepath.Join("testdata", "flink", "*", "*", "_metadata"))
+	for _, p := range metas {
+		b, _ := os.ReadFile(p)
+		m, err := Read(b)
+		if err != nil {
+			continue
+		}
+		for _, op := range m.Operators {
+			for _, st := range op.Subtasks {
+				if h := st.ManagedKeyedState; h != nil && h.Delegate.HasData() && len(h.Offsets) > 1 {
+					var written []int64
+					for _, o := range h.Offsets {
+						if o > 0 {
+							written = append(written, o)
+						}
+					}
+					if len(written) >= 2 {
+						f.Add(h.Delegate.Data, written[0], written[1])
+					}
+				}
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte, o1, o2 int64) {
 		h := &KeyedHandle{Range: rescale.NewKeyGroupRange(0, 1), Offsets: []int64{o1, o2}, Delegate: &StreamHandle{Kind: KindByteStream, Data: b, Size: int64(len(b))}}
 		_ = DecodeKeyedState(h, 128)
