@@ -169,7 +169,6 @@ func catalogue() []*scenario {
 		{
 			name:       "region-failover-forward",
 			claim:      "On an all-forward job a failed subtask restarts only its pipelined region (subtask i of every operator); the job still goes RUNNING -> RESTARTING -> RUNNING while the region waits (DefaultScheduler.addVerticesToRestartPending)",
-			pending:    "StateLab restarts every subtask of this all-forward job when one fails; Flink's RestartPipelinedRegionFailoverStrategy restarts only the failed subtask's region — pending " + pending15,
 			spec:       forwardJob(),
 			partitions: map[string]int{"source": 2},
 			lines:      map[string][][]string{"source": {genLines(12, 60, 3)}},
@@ -185,11 +184,11 @@ func catalogue() []*scenario {
 			claim:      "A checkpoint that expires with tolerable-failed-checkpoints 0 fails the job over (CheckpointFailureManager): every subtask restarts from the latest completed checkpoint",
 			pending:    "StateLab has no fault that stalls one subtask's snapshot past the checkpoint timeout; the Flink side is recorded — pending " + pending15,
 			flinkOnly:  "no StateLab fault stalls a single snapshot",
-			spec:       wordCount(2, "exactly-once", map[string]any{"interval": "100ms", "timeout": "300ms", "tolerableFailed": 0}, map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"}),
+			spec:       wordCount(2, "exactly-once", map[string]any{"interval": "100ms", "timeout": "800ms", "tolerableFailed": 0}, map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"}),
 			partitions: map[string]int{"source": 2},
 			lines:      map[string][][]string{"source": {genLines(13, 40, 3), {}}},
 			phases: []phase{{
-				flinkFaults: []flinkFault{{Kind: "stall-checkpoint", Task: "count#0", Checkpoint: 3, Millis: 2000}},
+				flinkFaults: []flinkFault{{Kind: "stall-checkpoint", Task: "count#0", Checkpoint: 3, Millis: 2500}},
 				awaitFaults: true,
 			}, {}},
 			slots: 4,

@@ -295,17 +295,42 @@ final class Runner {
         }
         long start = System.nanoTime();
         mc.submitJob(jg).get(60, TimeUnit.SECONDS);
-        List<Map<String, Object>> transitions = new ArrayList<>();
-        JobStatus last = null;
+        // Job status transitions, polled every 5 ms on a thread of their own, so that nothing the runner
+        // waits for (a savepoint, a TaskManager's termination) hides a short RESTARTING.
+        List<Map<String, Object>> transitions = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.atomic.AtomicReference<JobStatus> current = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread poller = new Thread(() -> {
+            JobStatus prev = null;
+            while (true) {
+                try {
+                    JobStatus s = mc.getJobStatus(id).get(10, TimeUnit.SECONDS);
+                    if (s != prev) {
+                        transitions.add(Map.of("status", s.name(), "atMillis", (System.nanoTime() - start) / 1_000_000));
+                        prev = s;
+                        current.set(s);
+                    }
+                    if (s.isGloballyTerminalState()) {
+                        return;
+                    }
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    return;
+                } catch (Exception e) {
+                    // the job is not known yet or the JobManager is busy: ask again
+                }
+            }
+        }, "flinkref-status-" + index);
+        poller.setDaemon(true);
+        poller.start();
         String end = ph.path("end").asText("finish");
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(ph.path("timeoutSeconds").asLong(120));
         boolean stopping = false;
         List<Object> lost = new ArrayList<>();
         while (true) {
-            JobStatus st = mc.getJobStatus(id).get(10, TimeUnit.SECONDS);
-            if (st != last) {
-                transitions.add(Map.of("status", st.name(), "atMillis", (System.nanoTime() - start) / 1_000_000));
-                last = st;
+            JobStatus st = current.get();
+            if (st == null) {
+                Thread.sleep(5);
+                continue;
             }
             if (st.isGloballyTerminalState()) {
                 break;
@@ -359,8 +384,9 @@ final class Runner {
             Thread.sleep(5);
         }
         mc.requestJobResult(id).get(60, TimeUnit.SECONDS);
-        pt.put("statusTransitions", transitions);
-        pt.put("finalStatus", last.name());
+        poller.join(10_000);
+        pt.put("statusTransitions", new ArrayList<>(transitions));
+        pt.put("finalStatus", current.get().name());
         synchronized (lost) {
             if (!lost.isEmpty()) {
                 pt.put("lostTaskManagers", new ArrayList<>(lost));
