@@ -564,3 +564,53 @@ func TestFlinkWindowState(t *testing.T) {
 		})
 	}
 }
+
+// TestFlinkBroadcastState checks the broadcast job's savepoints (SavepointGen
+// "broadcast": rules rule-0 … rule-2, round robin, counted in a
+// BroadcastState): every subtask holds the same map, of those rules only,
+// whose counts differ by at most one.
+func TestFlinkBroadcastState(t *testing.T) {
+	for _, dir := range flinkDirs(t) {
+		b, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Read(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := m.FindOperator("cca0299e46ed38c459bcd7454e25ef13") // Flink's hash of the uid "rules-applied"
+		if err != nil {
+			continue
+		}
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
+			var first string
+			for _, st := range op.Subtasks {
+				vals := DecodeOperatorState(st.ManagedOperatorState)
+				if len(vals) != 1 || vals[0].Name != "rules" || vals[0].Mode != "BROADCAST" || vals[0].NotDecoded != "" || len(vals[0].Elements) != 1 {
+					t.Fatalf("subtask %d: %+v", st.Index, vals)
+				}
+				entries, ok := vals[0].Elements[0].Value.([][2]any)
+				if !ok || len(entries) == 0 {
+					t.Fatalf("subtask %d: %+v", st.Index, vals[0].Elements[0])
+				}
+				lo, hi := int64(1<<62), int64(0)
+				for _, kv := range entries {
+					if k := kv[0].(string); k != "rule-0" && k != "rule-1" && k != "rule-2" {
+						t.Errorf("subtask %d: rule %q", st.Index, k)
+					}
+					n := kv[1].(int64)
+					lo, hi = min(lo, n), max(hi, n)
+				}
+				if len(entries) == 3 && hi-lo > 1 {
+					t.Errorf("subtask %d: round-robin rules counted %d to %d", st.Index, lo, hi)
+				}
+				if s := fmt.Sprint(entries); first == "" {
+					first = s
+				} else if s != first {
+					t.Errorf("subtask %d holds %s, subtask 0 %s", st.Index, s, first)
+				}
+			}
+		})
+	}
+}

@@ -11,7 +11,8 @@
 //	java -Xmx1g -cp "/tmp/spgen:$CP" SavepointGen ../flink
 //
 // It writes into ../flink/<Flink version>/; a second argument "unaligned" writes
-// only the unaligned checkpoint, "window" only the window job's snapshots. For Flink 1.20, use flinkref's
+// only the unaligned checkpoint, "window" only the window job's snapshots,
+// "broadcast" only the broadcast job's savepoint. For Flink 1.20, use flinkref's
 // flink-1.20 profile classpath (target/flink-1.20/classpath.txt).
 //
 // The job: a rate-limited number source (SourceReaderState), a map with
@@ -77,6 +78,10 @@ public class SavepointGen {
         Files.createDirectories(out);
         if (args.length > 1 && args[1].equals("unaligned")) {
             unaligned(out); // only the unaligned checkpoint
+            return;
+        }
+        if (args.length > 1 && args[1].equals("broadcast")) {
+            broadcast(out);
             return;
         }
         if (args.length > 1 && args[1].equals("window")) {
@@ -161,6 +166,52 @@ public class SavepointGen {
             Path chks = work.resolve("checkpoints").resolve(jg.getJobID().toHexString());
             long cp = mc.triggerCheckpoint(jg.getJobID(), CheckpointType.FULL).get();
             save(out.resolve(backend + "-window-checkpoint-full"), chks.resolve("chk-" + cp).toUri().toString(), backend, "checkpoint");
+            mc.cancelJob(jg.getJobID()).get();
+        }
+    }
+
+    static final MapStateDescriptor<String, Long> RULES = new MapStateDescriptor<>("rules", Types.STRING, Types.LONG);
+
+    /**
+     * Broadcast state: a slow rule stream (rule-0 … rule-2) broadcast to a
+     * function that counts each rule in its BroadcastState, so every subtask
+     * holds the same map.
+     */
+    static void broadcast(Path out) throws Exception {
+        Path work = Files.createTempDirectory("spgen");
+        Configuration conf = new Configuration();
+        conf.set(StateBackendOptions.STATE_BACKEND, "hashmap");
+        MiniClusterConfiguration mcc = new MiniClusterConfiguration.Builder()
+                .setConfiguration(conf).setNumTaskManagers(1).setNumSlotsPerTaskManager(4).build();
+        try (MiniCluster mc = new MiniCluster(mcc)) {
+            mc.start();
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(2);
+            env.setMaxParallelism(128);
+            DataGeneratorSource<Long> nums = new DataGeneratorSource<>(n -> n, Long.MAX_VALUE, RateLimiterStrategy.perSecond(50), Types.LONG);
+            DataGeneratorSource<Long> rules = new DataGeneratorSource<>(n -> n, Long.MAX_VALUE, RateLimiterStrategy.perSecond(5), Types.LONG);
+            org.apache.flink.streaming.api.datastream.BroadcastStream<String> ruleStream =
+                    env.fromSource(rules, WatermarkStrategy.noWatermarks(), "rules").uid("rules").name("rules").setParallelism(1)
+                            .map(n -> "rule-" + (n % 3)).uid("rule-names").name("rule-names").setParallelism(1)
+                            .broadcast(RULES);
+            env.fromSource(nums, WatermarkStrategy.noWatermarks(), "numbers").uid("numbers").name("numbers")
+                    .connect(ruleStream)
+                    .process(new org.apache.flink.streaming.api.functions.co.BroadcastProcessFunction<Long, String, String>() {
+                        @Override
+                        public void processElement(Long n, ReadOnlyContext ctx, Collector<String> o) {}
+
+                        @Override
+                        public void processBroadcastElement(String rule, Context ctx, Collector<String> o) throws Exception {
+                            Long c = ctx.getBroadcastState(RULES).get(rule);
+                            ctx.getBroadcastState(RULES).put(rule, c == null ? 1 : c + 1);
+                        }
+                    }).uid("rules-applied").name("rules-applied")
+                    .sinkTo(new DiscardingSink<>()).uid("sink").name("sink");
+            JobGraph jg = env.getStreamGraph().getJobGraph();
+            mc.submitJob(jg).get();
+            Thread.sleep(4000);
+            String p = mc.triggerSavepoint(jg.getJobID(), work.resolve("savepoints").toUri().toString(), false, SavepointFormatType.CANONICAL).get();
+            save(out.resolve("hashmap-broadcast-savepoint-canonical"), p, "hashmap", "savepoint-canonical");
             mc.cancelJob(jg.getJobID()).get();
         }
     }
