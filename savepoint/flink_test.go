@@ -87,7 +87,7 @@ func flinkDirs(t *testing.T) []string {
 
 func TestAgreesWithFlink(t *testing.T) {
 	for _, dir := range flinkDirs(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
 			var want flinkReading
 			raw, err := os.ReadFile(filepath.Join(dir, "flink.json"))
 			if err != nil {
@@ -353,7 +353,7 @@ func TestFlinkJobState(t *testing.T) {
 				continue // not SavepointGen's job
 			}
 		}
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
 			fullSnapshot := want.Snapshot == "savepoint-canonical" || want.Backend == "hashmap"
 			owner := map[string]int{}
 			for _, st := range counting.Subtasks {
@@ -527,7 +527,7 @@ func TestFlinkWindowState(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
 			contents, timers := map[string]any{}, map[string]any{}
 			for _, st := range op.Subtasks {
 				v := decodeKeyedState(st.ManagedKeyedState, op.MaxParallelism, 1<<20)
