@@ -66,7 +66,8 @@ func keysOf(m map[string]any) []string {
 
 // The JSON contract of issue 20: these keys, with these types, whatever else is added.
 func TestSavepointInspectJSONShape(t *testing.T) {
-	for _, path := range []string{keyedMetadata(t), sharedKafkaSavepoint(t)} {
+	flink := filepath.Join("..", "..", "savepoint", "testdata", "flink", "2.3.0", "rocksdb-files-savepoint-canonical")
+	for _, path := range []string{keyedMetadata(t), flink, sharedKafkaSavepoint(t)} {
 		code, out, errs := run(t, "", "savepoint", "inspect", path, "--json")
 		require.Equal(t, 0, code, errs)
 		var doc map[string]any
@@ -174,4 +175,54 @@ func TestSavepointInspectText(t *testing.T) {
 	assert.Contains(t, out, "format version 4")
 	assert.Contains(t, out, "SourceReaderState")
 	assert.Contains(t, out, "KafkaPartitionSplit")
+}
+
+// A savepoint Flink 2.3 wrote (metadata version 6, state in files beside
+// _metadata): the operators' names and uids come through, and the keyed
+// operator's two subtasks hold the job's 20 keys between them.
+func TestSavepointInspectRealFlink(t *testing.T) {
+	dir := filepath.Join("..", "..", "savepoint", "testdata", "flink", "2.3.0", "rocksdb-files-savepoint-canonical")
+	code, out, errs := run(t, "", "savepoint", "inspect", dir, "--json")
+	require.Equal(t, 0, code, errs)
+	var rep struct {
+		Version     int `json:"version"`
+		LoadedFiles int `json:"loadedFiles"`
+		Operators   []struct {
+			Name     string `json:"name"`
+			UID      string `json:"uid"`
+			Subtasks []struct {
+				KeyedState []struct {
+					Values *struct {
+						States []struct {
+							Name    string `json:"name"`
+							Entries int    `json:"entries"`
+						} `json:"states"`
+						KeyGroupChecked    int `json:"keyGroupChecked"`
+						KeyGroupMismatches int `json:"keyGroupMismatches"`
+					} `json:"values"`
+				} `json:"keyedState"`
+			} `json:"subtasks"`
+		} `json:"operators"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Equal(t, 6, rep.Version)
+	assert.Positive(t, rep.LoadedFiles)
+	uids := map[string]string{}
+	counts := 0
+	for _, op := range rep.Operators {
+		uids[op.UID] = op.Name
+		for _, st := range op.Subtasks {
+			for _, k := range st.KeyedState {
+				require.NotNil(t, k.Values, op.UID)
+				assert.Zero(t, k.Values.KeyGroupMismatches)
+				for _, s := range k.Values.States {
+					if s.Name == "count" {
+						counts += s.Entries
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]string{"numbers": "Source: numbers", "buffering": "buffering", "counting": "counting", "sink": "sink: Writer"}, uids)
+	assert.Equal(t, 20, counts, "the job's keys key-0 … key-19, each counted once")
 }
