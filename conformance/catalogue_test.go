@@ -63,6 +63,16 @@ func catalogue() []*scenario {
 			check:      checkRescale,
 		},
 		{
+			name:       "rescale-3-2-rocksdb",
+			claim:      "Scaling keyed state in 3 -> 2 on the embedded LSM backend (StateLab's pebble, Flink's EmbeddedRocksDBStateBackend, incremental checkpoints): each new subtask merges the key groups of the old ones its range covers",
+			spec:       withBackend(wordCount(3, "exactly-once", map[string]any{"interval": "100ms", "incremental": true}, nil), "pebble"),
+			partitions: map[string]int{"source": 3},
+			lines:      map[string][][]string{"source": {genLines(15, 45, 3), genLines(16, 30, 3)}},
+			phases:     []phase{{}, {rescale: map[string]int{"count": 2}}},
+			slots:      4,
+			check:      checkRescaleDown,
+		},
+		{
 			name:  "operator-state-1-2",
 			claim: "Split-distribute operator ListState 1 -> 2 over 5 partitions: each new source subtask gets the partitions, with their offsets, that Flink's RoundRobinOperatorStateRepartitioner gives it",
 			spec: map[string]any{
@@ -212,6 +222,11 @@ func catalogue() []*scenario {
 	}
 }
 
+func withBackend(spec map[string]any, backend string) map[string]any {
+	spec["backend"] = backend
+	return spec
+}
+
 func forwardJob() map[string]any {
 	return map[string]any{
 		"name": "all forward",
@@ -358,6 +373,18 @@ func checkRescale(j *judge, sl *slResult, fl *trace) {
 	j.equal("key-group ranges of count at parallelism 2", sl.phases[0].keyGroups["count"], flinkKeyGroups(&fl.Phases[0], "count"))
 	j.equal("key-group ranges of count after rescale to 3", sl.phases[1].keyGroups["count"], flinkKeyGroups(&fl.Phases[1], "count"))
 	j.equal("keys and counts each count subtask restored after rescale to 3", sl.phases[1].restoredKeys["count"], flinkKeys(&fl.Phases[1], "open", "count"))
+	j.equal("keys and counts each count subtask holds at the end", sl.phases[1].finalKeys["count"], flinkKeys(&fl.Phases[1], "close", "count"))
+	checkExactOutput(j, sl, fl, want)
+}
+
+func checkRescaleDown(j *judge, sl *slResult, fl *trace) {
+	want := wordCountOutput(catalogueLines("rescale-3-2-rocksdb")...)
+	for _, e := range fl.Phases[1].lastEvents("open", "count") {
+		j.true("Flink's count keeps its state in RocksDB", strings.Contains(e.StateBackend, "RocksDB"), e.StateBackend)
+	}
+	j.equal("key-group ranges of count at parallelism 3", sl.phases[0].keyGroups["count"], flinkKeyGroups(&fl.Phases[0], "count"))
+	j.equal("key-group ranges of count after rescale to 2", sl.phases[1].keyGroups["count"], flinkKeyGroups(&fl.Phases[1], "count"))
+	j.equal("keys and counts each count subtask restored after rescale to 2", sl.phases[1].restoredKeys["count"], flinkKeys(&fl.Phases[1], "open", "count"))
 	j.equal("keys and counts each count subtask holds at the end", sl.phases[1].finalKeys["count"], flinkKeys(&fl.Phases[1], "close", "count"))
 	checkExactOutput(j, sl, fl, want)
 }

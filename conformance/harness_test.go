@@ -218,6 +218,7 @@ type operatorEvent struct {
 	Attempt        int                       `json:"attempt"`
 	KeyGroups      *struct{ Start, End int } `json:"keyGroups"`
 	RestoredKeys   map[string]int64          `json:"restoredKeys"`
+	StateBackend   string                    `json:"stateBackend"`
 	Keys           map[string]int64          `json:"keys"`
 	RestoredSplits []struct {
 		Partition int   `json:"partition"`

@@ -178,6 +178,7 @@ final class Ops {
             e.put("keyGroups", Map.of("start", kg.getStartKeyGroup(), "end", kg.getEndKeyGroup()));
             e.put("maxParallelism", getRuntimeContext().getTaskInfo().getMaxNumberOfParallelSubtasks());
             e.put("parallelism", getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks());
+            e.put("stateBackend", getKeyedStateBackend().getClass().getSimpleName());
             e.put("restoredKeys", dump());
             Trace.event(e);
         }
