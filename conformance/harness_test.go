@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,14 +63,21 @@ func buildFlinkref(t *testing.T) *flinkref {
 			args = append(args, "-P"+p)
 		}
 		start := time.Now()
-		out, err := exec.Command("mvn", args...).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build flinkref (mvn %s): %v\n%s", strings.Join(args, " "), err, out)
-			return
-		}
 		target := filepath.Join(dir, "target")
 		if p := os.Getenv("FLINKREF_PROFILE"); p != "" {
 			target = filepath.Join(target, p) // a profile builds in its own directory (pom.xml)
+		}
+		// Maven runs only when the build is older than a source: test
+		// packages run in parallel, and two Mavens writing one target/
+		// could hand a JVM a half-written classpath.
+		if !upToDate(dir, filepath.Join(target, "classpath.txt")) {
+			out, err := exec.Command("mvn", args...).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("build flinkref (mvn %s): %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+			now := time.Now() // Maven may leave an unchanged classpath.txt as it was
+			_ = os.Chtimes(filepath.Join(target, "classpath.txt"), now, now)
 		}
 		cp, err := os.ReadFile(filepath.Join(target, "classpath.txt"))
 		if err != nil {
@@ -83,6 +91,29 @@ func buildFlinkref(t *testing.T) *flinkref {
 		t.Fatal(buildErr)
 	}
 	return built
+}
+
+// upToDate reports whether built exists and is newer than flinkref's
+// pom.xml and every file under src/.
+func upToDate(dir, built string) bool {
+	st, err := os.Stat(built)
+	if err != nil {
+		return false
+	}
+	newer := false
+	check := func(p string) {
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(st.ModTime()) {
+			newer = true
+		}
+	}
+	check(filepath.Join(dir, "pom.xml"))
+	_ = filepath.WalkDir(filepath.Join(dir, "src"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			check(p)
+		}
+		return nil
+	})
+	return !newer
 }
 
 // javaArgs are the JVM flags: a small heap and the client compiler, which
