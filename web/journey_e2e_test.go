@@ -157,12 +157,21 @@ const jsOverflow = `(() => {
   return ['scrollWidth ' + doc.scrollWidth + ' > innerWidth ' + w, ...out];
 })()`
 
-// fits checks that the page does not scroll sideways.
+// jsButtonsOverflow lists the visible buttons and links styled as buttons
+// whose text runs past their edge ("Next lesson →" over its border).
+const jsButtonsOverflow = `[...document.querySelectorAll('.button, button')].filter(el => el.offsetParent !== null && el.clientWidth > 0 &&
+  el.scrollWidth > el.clientWidth + 1).map(el => (el.id ? '#' + el.id + ' ' : '') + JSON.stringify(el.textContent.trim().slice(0, 60)) + ' ' + el.scrollWidth + '>' + el.clientWidth)`
+
+// fits checks that the page does not scroll sideways and that no button's
+// text runs past its edge.
 func (j *journey) fits(page string) {
 	j.t.Helper()
 	over := eval[[]string](j.browserEnv, jsOverflow)
 	if len(over) > 0 {
 		j.t.Errorf("%s is wider than the window:\n  %s", page, strings.Join(over, "\n  "))
+	}
+	if bad := eval[[]string](j.browserEnv, jsButtonsOverflow); len(bad) > 0 {
+		j.t.Errorf("%s: text runs past its button:\n  %s", page, strings.Join(bad, "\n  "))
 	}
 }
 

@@ -82,7 +82,7 @@ export class GraphView {
     const id = `par-${op.id}`;
     const input = h('input', { type: 'number', id, class: 'par-input', min: 1, max, step: 1, value: op.parallelism, inputmode: 'numeric',
       disabled: this.readOnly, dataset: { focus: `op:${op.id}:p` }, 'aria-label': t('graph.parInput', { op: op.id, max }), title: t('graph.parInput', { op: op.id, max }) });
-    let sent = null; // Enter and the change that follows it ask once
+    let sent = null; // leaving the field after Enter does not ask again; Enter does
     const apply = () => {
       const v = Number(input.value);
       const cur = this.model.operator(op.id)?.parallelism ?? op.parallelism;
@@ -94,8 +94,10 @@ export class GraphView {
       }
       if (v !== cur) { sent = v; this.actions.rescale(op.id, v); }
     };
-    input.addEventListener('change', apply);
-    input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); e.stopPropagation(); apply(); } });
+    // Enter or leaving the field rescales; the arrow keys only change the
+    // number (a 'change' event per arrow press would rescale at every step).
+    input.addEventListener('blur', apply);
+    input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); e.stopPropagation(); sent = null; apply(); } });
     return input;
   }
 
