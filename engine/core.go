@@ -817,8 +817,8 @@ func (c *core) heartbeatTimedOut(id string) {
 	if victim == nil {
 		return
 	}
-	c.publish(Event{Kind: EvTaskFailed, Task: victim.name, Operator: victim.op.spec.ID, TaskManager: id,
-		Message: fmt.Sprintf("the heartbeat of TaskManager %s timed out: %s and the other subtasks on it failed", id, victim.name)})
+	// No task-failed event: the crash was the TaskManager's, reported when
+	// it happened; the job-status event says the JobManager noticed now.
 	c.fail(victim, fmt.Sprintf("the heartbeat of TaskManager %s timed out (it ran %s)", id, victim.name))
 }
 
