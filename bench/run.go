@@ -27,7 +27,7 @@ const (
 )
 
 // Groups lists every group a run can measure.
-var Groups = []string{GroupWordCount, GroupValueState, GroupCheckpoint, GroupRescale, GroupWebSocket}
+var Groups = []string{GroupWordCount, GroupValueState, GroupCheckpoint, GroupRescale, GroupWebSocket, GroupSessions}
 
 // Sizes are the workload sizes of a run.
 type Sizes struct {
@@ -49,6 +49,9 @@ type Sizes struct {
 	// published per round.
 	Viewers []int
 	Events  int
+	// ReplaySteps are the share-link replay lengths of the sessions group
+	// (empty: 25k to 200k, or 20k to 160k when Quick).
+	ReplaySteps []int64
 }
 
 // FullSizes are the sizes of a full run (issue 8's sizes).
@@ -88,6 +91,9 @@ type Config struct {
 	// injected because web sits above bench in the package direction. Nil
 	// leaves the plain gorilla/websocket hub without a counterpart.
 	WebFanOut FanOutFunc
+	// Sessions measures the web server's sessions (package web, injected
+	// like WebFanOut); nil leaves the sessions group empty.
+	Sessions *SessionsFuncs
 	// Peers is a peers report (bench/peers --json) to merge into this one.
 	Peers *PeersReport
 }
@@ -158,6 +164,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{GroupCheckpoint, r.checkpoint},
 		{GroupRescale, r.rescale},
 		{GroupWebSocket, r.webSocket},
+		{GroupSessions, r.sessions},
 	}
 	for _, s := range steps {
 		if !cfg.wants(s.group) {

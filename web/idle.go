@@ -14,6 +14,29 @@ import (
 // defaultPauseGrace is Config.PauseGrace's default.
 const defaultPauseGrace = 15 * time.Second
 
+// idleEventBuffer is the event subscription of a paused, unwatched session:
+// a paused run sends almost nothing, and Config.EventBuffer's 8,192 events
+// hold 3.3 MB.
+const idleEventBuffer = 64
+
+// setEventBuffer has the pump subscribe again with a buffer of n events
+// (the newest request wins).
+func (s *Session) setEventBuffer(n int) {
+	for {
+		select {
+		case s.rebuffer <- n:
+			return
+		case <-s.done:
+			return
+		default:
+			select { // replace a request the pump has not taken yet
+			case <-s.rebuffer:
+			default:
+			}
+		}
+	}
+}
+
 // pauseUnwatched pauses s's run when nobody has watched it for the grace
 // period; it reports whether it did.
 func (s *Session) pauseUnwatched(now time.Time, grace time.Duration) bool {
@@ -37,6 +60,10 @@ func (s *Session) pauseUnwatched(now time.Time, grace time.Duration) bool {
 		return false
 	}
 	s.idlePaused.Store(true)
+	if r, ok := eng.(cacheReleaser); ok {
+		r.ReleaseCaches()
+	}
+	s.setEventBuffer(idleEventBuffer)
 	s.srv.log.Info("session paused: nobody watches", "session", s.ID, "after", grace)
 	return true
 }
@@ -51,6 +78,7 @@ func (s *Session) resumeWatched() {
 	if s.closed.Load() {
 		return
 	}
+	s.setEventBuffer(s.srv.cfg.EventBuffer)
 	if err := s.engine().Resume(); err != nil {
 		s.srv.log.Warn("resume a watched session", "session", s.ID, "err", err)
 		return
@@ -68,4 +96,18 @@ func (srv *Server) pauseUnwatchedSessions(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// cacheReleaser is an Engine that can drop what it keeps only to answer
+// snapshots quickly (engine.Stepper.ReleaseCaches).
+type cacheReleaser interface{ ReleaseCaches() }
+
+// ReleaseCaches releases the Stepper's snapshot caches (a Live run keeps
+// its own).
+func (e *driverEngine) ReleaseCaches() {
+	e.swap.RLock()
+	defer e.swap.RUnlock()
+	if e.st != nil {
+		e.st.ReleaseCaches()
+	}
 }

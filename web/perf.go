@@ -143,11 +143,12 @@ func newPerfRunner(ctx context.Context, cfg PerfConfig, dataDir string) *perfRun
 }
 
 // groups is what a page's run measures: every group of `statelab bench`,
-// the WebSocket fan-out only when StateLab's own hub was injected.
+// the WebSocket fan-out only when StateLab's own hub was injected, never the
+// sessions group (it starts 64 forks; `statelab bench --only sessions`).
 func (p *perfRunner) runGroups() []string {
 	var gs []string
 	for _, g := range bench.Groups {
-		if g == bench.GroupWebSocket && p.cfg.WebFanOut == nil {
+		if g == bench.GroupWebSocket && p.cfg.WebFanOut == nil || g == bench.GroupSessions {
 			continue
 		}
 		gs = append(gs, g)

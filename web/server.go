@@ -69,7 +69,8 @@ type Config struct {
 	// SnapshotInterval is how often a running session sends a fresh
 	// snapshot so counters stay exact (default 1s).
 	SnapshotInterval time.Duration
-	// EventBuffer is the engine subscription's buffer (default 8192).
+	// EventBuffer is the engine subscription's buffer (default 8192; a
+	// session paused because nobody watches holds a small one, idle.go).
 	EventBuffer int
 	// CommandRate and CommandBurst limit the commands one connection may
 	// send (default 20 per second, bursts of 40).

@@ -52,6 +52,8 @@ type Session struct {
 
 	joins  chan *client
 	swaps  chan swapReq
+	// rebuffer asks the pump to subscribe again with this buffer (idle.go).
+	rebuffer chan int
 	resync chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -113,7 +115,7 @@ func (srv *Server) startSession(kind, template string, run RunConfig) (*Session,
 	s := &Session{
 		ID: id, Kind: kind, Template: template, Created: time.Now(),
 		srv: srv, run: run, eng: eng,
-		joins: make(chan *client), swaps: make(chan swapReq), resync: make(chan struct{}, 1),
+		joins: make(chan *client), swaps: make(chan swapReq), resync: make(chan struct{}, 1), rebuffer: make(chan int, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
 	}
 	s.touch()
@@ -236,7 +238,9 @@ func (s *Session) pump() {
 			if d := sub.Dropped(); d != dropped {
 				dropped, needSnap = d, true
 			}
-			if needSnap || (activity && time.Since(lastSnap) >= snapEvery) {
+			// Nobody to send it to: a snapshot would only rebuild the
+			// engine's caches (a joiner gets a fresh one anyway).
+			if (needSnap || (activity && time.Since(lastSnap) >= snapEvery)) && s.Viewers() > 0 {
 				if f := snapshotFrame(); f != nil {
 					s.srv.hub.broadcast(s, f)
 				}
@@ -257,6 +261,13 @@ func (s *Session) pump() {
 			}
 			s.srv.hub.register(c, s, frame)
 			s.sendTimelineTo(c)
+		case n := <-s.rebuffer:
+			// A smaller (idle) or the full buffer: what the old one held is
+			// flushed first, and a snapshot covers any gap.
+			flush()
+			sub.Close()
+			sub = s.engine().Subscribe(n)
+			subChan, dropped, needSnap = sub.Events(), 0, true
 		case r := <-s.swaps:
 			flush()
 			co = coalescer{}

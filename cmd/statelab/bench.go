@@ -41,7 +41,7 @@ func runBench(ctx context.Context, args []string, io IO) int {
 		code, _ := usageError(io, fs.Name(), "--rounds must be 0 (the default) or more, got %d", *rounds)
 		return code
 	}
-	cfg := bench.Config{Quick: *quick, Seed: *seed, Rounds: *rounds, Sizes: benchSizes, Log: io.Err, WebFanOut: web.MeasureFanOut}
+	cfg := bench.Config{Quick: *quick, Seed: *seed, Rounds: *rounds, Sizes: benchSizes, Log: io.Err, WebFanOut: web.MeasureFanOut, Sessions: web.MeasureSessions}
 	if *only != "" {
 		for _, g := range strings.Split(*only, ",") {
 			g = strings.TrimSpace(g)
