@@ -50,16 +50,16 @@ type Session struct {
 	engMu sync.RWMutex
 	eng   Engine
 
-	joins  chan *client
-	swaps  chan swapReq
+	joins chan *client
+	swaps chan swapReq
 	// rebuffer asks the pump to subscribe again with this buffer (idle.go).
 	rebuffer chan int
-	resync chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
-	closed atomic.Bool
-	resets atomic.Int64
+	resync   chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
+	closed   atomic.Bool
+	resets   atomic.Int64
 	// idlePaused: the run was paused because nobody watched (idle.go).
 	idlePaused atomic.Bool
 	// lesson is set for a lesson session (lessons.go) before the session is
