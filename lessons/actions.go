@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/statelab/statelab/catalog"
 	"github.com/statelab/statelab/engine"
 )
 
@@ -30,37 +31,46 @@ const (
 )
 
 // CommandNames lists the protocol commands a step may use, in the
-// protocol's order.
-var CommandNames = []string{cmdPause, cmdResume, cmdStep, cmdSpeed, cmdCrashSubtask, cmdCrashTaskManager,
-	cmdRestartTaskManager, cmdAddTaskManager, cmdTriggerCheckpoint, cmdTriggerSavepoint, cmdRescale, cmdInject,
-	cmdReset, cmdSnapshot}
+// protocol's order: the catalogue's commands marked Lesson.
+var CommandNames = catalog.Names(func(c catalog.Command) bool { return c.Lesson })
 
-// Argument limits, the protocol's.
+// Argument limits, the protocol's (package catalog).
 const (
-	maxStepCount  = 10000
-	minSpeed      = 0.05
-	maxSpeed      = 100.0
-	maxInjectText = 1000
+	maxStepCount  = catalog.MaxStepCount
+	minSpeed      = catalog.MinSpeed
+	maxSpeed      = catalog.MaxSpeed
+	maxInjectText = catalog.MaxInjectText
 	maxSlots      = engine.MaxSlotsPerTaskManager
 )
 
-// actionArgs are the arguments each command accepts: name -> required.
-var actionArgs = map[string]map[string]bool{
-	cmdPause:              {},
-	cmdResume:             {},
-	cmdStep:               {"count": false},
-	cmdSpeed:              {"factor": true},
-	cmdCrashSubtask:       {"operator": true, "index": true},
-	cmdCrashTaskManager:   {"taskManager": true},
-	cmdRestartTaskManager: {"taskManager": true},
-	cmdAddTaskManager:     {"slots": false},
-	cmdTriggerCheckpoint:  {},
-	cmdTriggerSavepoint:   {},
-	cmdRescale:            {"operator": true, "parallelism": true},
-	cmdInject:             {"text": true, "partition": false, "operator": false},
-	cmdReset:              {"job": false, "seed": false},
-	cmdSnapshot:           {},
-}
+// actionArgs are the arguments each command accepts in a lesson: name ->
+// required. They are the catalogue's, less those a lesson may not give
+// (a driver switch); of a command's one-of arguments the one a lesson may
+// give is required.
+var actionArgs = func() map[string]map[string]bool {
+	m := map[string]map[string]bool{}
+	for _, c := range catalog.Commands {
+		if !c.Lesson {
+			continue
+		}
+		allowed := map[string]bool{}
+		var oneOf []string
+		for _, a := range c.Args {
+			if a.NotInLessons {
+				continue
+			}
+			allowed[a.Name] = a.Required
+			if slices.Contains(c.OneOf, a.Name) {
+				oneOf = append(oneOf, a.Name)
+			}
+		}
+		if len(oneOf) == 1 {
+			allowed[oneOf[0]] = true
+		}
+		m[c.Name] = allowed
+	}
+	return m
+}()
 
 // jobState is what the lint knows of the job at a point of the lesson: the
 // spec, the current parallelisms and the TaskManagers.
@@ -183,8 +193,8 @@ func (l *Lesson) checkAction(a Action, js **jobState) error {
 		if _, ok := j.par[op]; !ok {
 			return fmt.Errorf("rescale: job %s has no operator %q (it has %s)", j.name, op, j.operatorIDs())
 		}
-		if p < 1 {
-			return fmt.Errorf("rescale: parallelism %d is below 1", p)
+		if lo, hi := catalog.Bound(cmdRescale, "parallelism"); float64(p) < lo || float64(p) > hi {
+			return fmt.Errorf("rescale: parallelism %d is not within %g..%g", p, lo, hi)
 		}
 		if !a.ExpectRefused {
 			j.par[op] = p

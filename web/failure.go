@@ -216,8 +216,7 @@ func parseRestore(raw json.RawMessage, c *Command) *protoError {
 }
 
 func init() {
-	commands[CmdRestore] = commandDef{control: true, parse: parseRestore}
-	commandNames = append(commandNames, CmdRestore)
+	commands[CmdRestore] = commandDef{parse: parseRestore}
 	engineCommandNames[engine.CmdRestore] = true
 	Templates = append(Templates, etlTemplate)
 }

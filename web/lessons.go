@@ -49,10 +49,9 @@ const (
 )
 
 func init() {
-	commands[CmdLessonStatus] = commandDef{control: false, parse: noArgs(CmdLessonStatus)}
-	commands[CmdLessonDo] = commandDef{control: true, parse: stepArg(CmdLessonDo)}
-	commands[CmdLessonReplay] = commandDef{control: true, parse: stepArg(CmdLessonReplay)}
-	commandNames = append(commandNames, CmdLessonStatus, CmdLessonDo, CmdLessonReplay)
+	commands[CmdLessonStatus] = commandDef{parse: noArgs(CmdLessonStatus)}
+	commands[CmdLessonDo] = commandDef{parse: stepArg(CmdLessonDo)}
+	commands[CmdLessonReplay] = commandDef{parse: stepArg(CmdLessonReplay)}
 }
 
 func stepArg(name string) func(json.RawMessage, *Command) *protoError {

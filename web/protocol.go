@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/statelab/statelab/catalog"
 	"github.com/statelab/statelab/engine"
 )
 
@@ -90,9 +91,13 @@ func perr(code, format string, a ...any) *protoError {
 	return &protoError{Code: code, Message: fmt.Sprintf(format, a...)}
 }
 
-// commandDef describes one command: its argument parser and whether it
-// changes the run (a classroom follower may only send non-control ones).
+// commandDef is web's half of one command of the catalogue (package
+// catalog, which names every command, its arguments and bounds, and who may
+// send it): the parser that turns its args into a Command.
 type commandDef struct {
+	// control is set when the command changes the run: a classroom follower
+	// may send only non-control ones. parseClientMsg sets it from the
+	// catalogue (not Follower), so a registration need not.
 	control bool
 	// parse reads args (nil when absent) into cmd, checking what can be
 	// checked without the job; checkJob checks against the current job.
@@ -117,27 +122,26 @@ const (
 	CmdSnapshot           = "snapshot"
 )
 
-// commandNames lists the commands in the order the protocol documents them.
-var commandNames = []string{CmdPause, CmdResume, CmdStep, CmdSpeed, CmdCrashSubtask, CmdCrashTaskManager,
-	CmdRestartTaskManager, CmdAddTaskManager, CmdTriggerCheckpoint, CmdTriggerSavepoint, CmdRescale, CmdInject,
-	CmdReset, CmdSnapshot}
+// commandNames lists the commands in the order the protocol documents them:
+// the catalogue's. Every one has a parser in commands (TestCommandCatalogue).
+var commandNames = catalog.Names(nil)
 
-// Limits on arguments.
+// Limits on arguments: the catalogue's.
 const (
-	maxStepCount  = 10000
-	minSpeed      = 0.05
-	maxSpeed      = 100.0
-	maxInjectText = 1000
+	maxStepCount  = catalog.MaxStepCount
+	minSpeed      = catalog.MinSpeed
+	maxSpeed      = catalog.MaxSpeed
+	maxInjectText = catalog.MaxInjectText
 	maxIDLen      = 64
 	// maxTaskManagerSlots bounds an added TaskManager's slots, the
-	// engine's bound (which the lessons' lint checks too).
+	// engine's bound (the catalogue's, which the lessons' lint checks too).
 	maxTaskManagerSlots = engine.MaxSlotsPerTaskManager
 )
 
 var commands = map[string]commandDef{
-	CmdPause:  {control: true, parse: noArgs(CmdPause)},
-	CmdResume: {control: true, parse: noArgs(CmdResume)},
-	CmdStep: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+	CmdPause:  {parse: noArgs(CmdPause)},
+	CmdResume: {parse: noArgs(CmdResume)},
+	CmdStep: {parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Count *int `json:"count"`
 		}
@@ -153,7 +157,7 @@ var commands = map[string]commandDef{
 		}
 		return nil
 	}},
-	CmdSpeed: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+	CmdSpeed: {parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Factor *float64 `json:"factor"`
 			Driver *string  `json:"driver"`
@@ -178,7 +182,7 @@ var commands = map[string]commandDef{
 		}
 		return nil
 	}},
-	CmdCrashSubtask: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+	CmdCrashSubtask: {parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Operator *string `json:"operator"`
 			Index    *int    `json:"index"`
@@ -192,9 +196,9 @@ var commands = map[string]commandDef{
 		c.Operator, c.Index = *a.Operator, *a.Index
 		return nil
 	}},
-	CmdCrashTaskManager:   {control: true, parse: taskManagerArg(CmdCrashTaskManager)},
-	CmdRestartTaskManager: {control: true, parse: taskManagerArg(CmdRestartTaskManager)},
-	CmdAddTaskManager: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+	CmdCrashTaskManager:   {parse: taskManagerArg(CmdCrashTaskManager)},
+	CmdRestartTaskManager: {parse: taskManagerArg(CmdRestartTaskManager)},
+	CmdAddTaskManager: {parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Slots *int `json:"slots"`
 		}
@@ -209,9 +213,9 @@ var commands = map[string]commandDef{
 		}
 		return nil
 	}},
-	CmdTriggerCheckpoint: {control: true, parse: noArgs(CmdTriggerCheckpoint)},
-	CmdTriggerSavepoint:  {control: true, parse: noArgs(CmdTriggerSavepoint)},
-	CmdRescale: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+	CmdTriggerCheckpoint: {parse: noArgs(CmdTriggerCheckpoint)},
+	CmdTriggerSavepoint:  {parse: noArgs(CmdTriggerSavepoint)},
+	CmdRescale: {parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Operator    *string `json:"operator"`
 			Parallelism *int    `json:"parallelism"`
@@ -226,9 +230,12 @@ var commands = map[string]commandDef{
 		if c.Parallelism < 1 {
 			return perr(CodeBadArgs, "rescale: parallelism %d is below 1; an operator needs at least one subtask", c.Parallelism)
 		}
+		if _, hi := catalog.Bound(CmdRescale, "parallelism"); float64(c.Parallelism) > hi {
+			return perr(CodeBadArgs, "rescale: parallelism %d is above %g, the largest max parallelism Flink accepts; choose 1 to the operator's max parallelism", c.Parallelism, hi)
+		}
 		return nil
 	}},
-	CmdInject: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+	CmdInject: {parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Text      *string `json:"text"`
 			Partition *int    `json:"partition"`
@@ -256,7 +263,7 @@ var commands = map[string]commandDef{
 		}
 		return nil
 	}},
-	CmdReset: {control: true, parse: func(raw json.RawMessage, c *Command) *protoError {
+	CmdReset: {parse: func(raw json.RawMessage, c *Command) *protoError {
 		var a struct {
 			Seed   *int64  `json:"seed"`
 			Driver *string `json:"driver"`
@@ -282,7 +289,7 @@ var commands = map[string]commandDef{
 		}
 		return nil
 	}},
-	CmdSnapshot: {control: false, parse: noArgs(CmdSnapshot)},
+	CmdSnapshot: {parse: noArgs(CmdSnapshot)},
 }
 
 func noArgs(name string) func(json.RawMessage, *Command) *protoError {
@@ -379,12 +386,14 @@ func parseClientMsg(data []byte) (id string, cmd Command, def commandDef, pe *pr
 		return id, cmd, def, perr(CodeBadMessage, `the command has no "id"; give every command an id (e.g. "c1") so its ack or error can be matched`)
 	}
 	def, ok := commands[m.Name]
-	if !ok {
+	spec, inCatalogue := catalog.Lookup(m.Name)
+	if !ok || !inCatalogue {
 		if m.Name == "" {
 			return id, cmd, def, perr(CodeUnknownCommand, "the command has no name; known commands: %s", strings.Join(commandNames, ", "))
 		}
 		return id, cmd, def, perr(CodeUnknownCommand, "unknown command %q; known commands: %s", m.Name, strings.Join(commandNames, ", "))
 	}
+	def.control = !spec.Follower
 	cmd.Name = m.Name
 	if e := def.parse(m.Args, &cmd); e != nil {
 		return id, cmd, def, e

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/statelab/statelab/catalog"
 	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/web/pages"
 )
@@ -220,11 +221,22 @@ func (srv *Server) scenarioRun(sc Scenario) (RunConfig, string, *protoError) {
 	return RunConfig{Spec: spec, Driver: DriverStepper, from: &replayPlan{log: sc.Commands, step: sc.Step}}, "lesson:" + sc.Lesson, nil
 }
 
-var engineCommandNames = map[string]bool{
-	engine.CmdCrashSubtask: true, engine.CmdCrashTaskManager: true, engine.CmdRestartTaskManager: true,
-	engine.CmdAddTaskManager: true, engine.CmdTriggerCheckpoint: true, engine.CmdTriggerSavepoint: true,
-	engine.CmdRescale: true, engine.CmdInject: true,
-}
+// engineCommandNames are the commands the engine logs and a scenario may
+// carry: the catalogue's recorded commands.
+var engineCommandNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range catalog.Names(func(c catalog.Command) bool { return c.Recorded }) {
+		m[n] = true
+	}
+	return m
+}()
+
+// Bounds of a scenario command's numbers: the catalogue's, as the protocol
+// parser applies them to the command when it was sent.
+var (
+	_, scenarioMaxParallelism = catalog.Bound(engine.CmdRescale, "parallelism")
+	_, scenarioMaxSlots       = catalog.Bound(engine.CmdAddTaskManager, "slots")
+)
 
 // runOf checks a scenario within DefaultLimits and returns the run that
 // replays it.
@@ -286,7 +298,7 @@ func checkScenarioCommands(sc Scenario) *protoError {
 			return perr(CodeBadArgs, "scenario command %d: step %d is out of order (commands go in step order, up to the scenario's step %d)", i, lc.Step, sc.Step)
 		case utf8.RuneCountInString(c.Text) > maxInjectText || len(c.Task)+len(c.TaskManager)+len(c.Operator)+len(lc.Error) > 4096:
 			return perr(CodeBadArgs, "scenario command %d is too long", i)
-		case c.Parallelism < 0 || c.Parallelism > 32768 || c.Slots < 0 || c.Slots > maxSandboxSlots:
+		case c.Parallelism < 0 || float64(c.Parallelism) > scenarioMaxParallelism || c.Slots < 0 || float64(c.Slots) > scenarioMaxSlots:
 			return perr(CodeBadArgs, "scenario command %d: a number is out of range", i)
 		}
 		prev = lc.Step

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/statelab/statelab/catalog"
 	"github.com/statelab/statelab/engine"
 )
 
@@ -41,8 +42,8 @@ const (
 
 // Limits of time travel.
 const (
-	maxMarkers     = 1000   // timeline markers kept per session (the newest)
-	maxReplaySteps = 500000 // a replay longer than this is refused (about a minute of CPU)
+	maxMarkers     = 1000                   // timeline markers kept per session (the newest)
+	maxReplaySteps = catalog.MaxReplaySteps // a replay longer than this is refused (about a minute of CPU)
 	timelineEvery  = 500 * time.Millisecond
 	heavyRate      = 4 // seeks and forks per second per connection (burst heavyBurst)
 	heavyBurst     = 8
@@ -791,7 +792,6 @@ func parseStepArg(name string, required bool) func(json.RawMessage, *Command) *p
 // The commands of this file join the protocol's table; fork is the one
 // command a classroom follower may send besides snapshot.
 func init() {
-	commands[CmdSeek] = commandDef{control: true, parse: parseStepArg(CmdSeek, true)}
-	commands[CmdFork] = commandDef{control: false, parse: parseStepArg(CmdFork, false)}
-	commandNames = append(commandNames, CmdSeek, CmdFork)
+	commands[CmdSeek] = commandDef{parse: parseStepArg(CmdSeek, true)}
+	commands[CmdFork] = commandDef{parse: parseStepArg(CmdFork, false)}
 }
