@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/statelab/statelab/engine"
 )
 
@@ -71,6 +73,16 @@ func catalogue() []*scenario {
 			phases:     []phase{{}, {rescale: map[string]int{"count": 2}}},
 			slots:      4,
 			check:      checkRescaleDown,
+		},
+		{
+			name:       "rescale-above-max-parallelism",
+			claim:      "A rescale above max parallelism is refused: the number of key groups is fixed when a job first runs (Flink's StateAssignmentOperation refuses the restore)",
+			spec:       map[string]any{"name": "four key groups", "operators": []any{op("source", "source", 2, nil), map[string]any{"id": "count", "kind": "count", "parallelism": 2, "maxParallelism": 4}, op("sink", "sink", 2, map[string]any{"semantics": "exactly-once"})}, "edges": []any{edge("source", "count", "hash"), edge("count", "sink", "rebalance")}, "checkpointing": map[string]any{"interval": "100ms"}},
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(17, 20, 1), {}}},
+			phases:     []phase{{}, {rescale: map[string]int{"count": 5}, refused: true}},
+			slots:      5,
+			check:      checkRefusedAboveMax,
 		},
 		{
 			name:  "operator-state-1-2",
@@ -387,6 +399,25 @@ func checkRescaleDown(j *judge, sl *slResult, fl *trace) {
 	j.equal("keys and counts each count subtask restored after rescale to 2", sl.phases[1].restoredKeys["count"], flinkKeys(&fl.Phases[1], "open", "count"))
 	j.equal("keys and counts each count subtask holds at the end", sl.phases[1].finalKeys["count"], flinkKeys(&fl.Phases[1], "close", "count"))
 	checkExactOutput(j, sl, fl, want)
+}
+
+func checkRefusedAboveMax(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 2, "Flink ran the job and then the restore at parallelism 5")
+	p := fl.Phases[1]
+	cause := ""
+	if p.Failure != nil {
+		cause = p.Failure.RootCause
+	}
+	j.t.Logf("Flink's restore at parallelism 5: %s; %s", p.FinalStatus, cause)
+	j.true("Flink refused the restore (the job FAILED)", p.FinalStatus == "FAILED", p.FinalStatus)
+	j.true("Flink said why: the max parallelism of the restored state is lower than the parallelism", strings.Contains(cause, "maximum parallelism"), cause)
+	j.true("the key-group ranges before were Flink's for max parallelism 4", jsonOf(flinkKeyGroups(&fl.Phases[0], "count")) == `{"0":{"start":0,"end":1},"1":{"start":2,"end":3}}`, flinkKeyGroups(&fl.Phases[0], "count"))
+	j.equal("key-group ranges of count at parallelism 2 (max 4)", sl.phases[0].keyGroups["count"], flinkKeyGroups(&fl.Phases[0], "count"))
+	j.equal("the rescale to 5 is refused", len(sl.phases) == 2 && sl.phases[1].refused != "", p.FinalStatus == "FAILED")
+	if len(sl.phases) == 2 {
+		j.t.Logf("StateLab refused: %s", sl.phases[1].refused)
+		j.true("StateLab says why (max parallelism)", strings.Contains(sl.phases[1].refused, "max parallelism") || strings.Contains(sl.phases[1].refused, "maximum parallelism"), sl.phases[1].refused)
+	}
 }
 
 // checkExactOutput: Flink's committed output is exactly want; StateLab's

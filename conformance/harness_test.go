@@ -208,7 +208,11 @@ type phaseTrace struct {
 	Events            []operatorEvent    `json:"events"`
 	LostTaskManagers  []json.RawMessage  `json:"lostTaskManagers"`
 	Vertices          []vertexTrace      `json:"vertices"`
-	Millis            int64              `json:"millis"`
+	Failure           *struct {
+		Exception string `json:"exception"`
+		RootCause string `json:"rootCause"`
+	} `json:"failure"`
+	Millis int64 `json:"millis"`
 }
 
 type statusTransition struct {

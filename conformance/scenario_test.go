@@ -39,6 +39,8 @@ type phase struct {
 	statelabFaults []slFault
 	// awaitFaults: end the phase (stop with savepoint) only after its faults fired and the job recovered
 	awaitFaults bool
+	// refused: the phase's rescale is one both must refuse (StateLab's command fails; Flink's restore fails)
+	refused bool
 }
 
 // slFault is a StateLab command applied once the task has taken in at least

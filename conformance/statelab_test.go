@@ -31,6 +31,8 @@ type slPhase struct {
 	restarted          []string
 	finalStatus        string
 	checkpoints        engine.CheckpointCounts
+	// refused is the error of a rescale StateLab refused
+	refused string
 }
 
 type kgRange struct {
@@ -75,6 +77,11 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			sort.Strings(ops)
 			for _, op := range ops {
 				if err := s.Do(engine.Command{Name: engine.CmdRescale, Operator: op, Parallelism: ph.rescale[op]}); err != nil {
+					if ph.refused {
+						p.refused = err.Error()
+						res.phases = append(res.phases, p)
+						return res, nil
+					}
 					return res, fmt.Errorf("phase %d: rescale %s to %d: %w", i, op, ph.rescale[op], err)
 				}
 				if _, err := s.RunUntilDrained(stepsPerPhase); err != nil {

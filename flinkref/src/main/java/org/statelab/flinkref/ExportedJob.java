@@ -45,7 +45,7 @@ public final class ExportedJob {
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(Runner.jobConfig(spec, null, cp));
         JobBuilder.build(env, spec, new File(input).getAbsolutePath(), new HashMap<>(),
-                new File(output).getAbsolutePath());
+                new File(output).getAbsolutePath(), false);
         env.execute(spec.path("name").asText("statelab job"));
     }
 }

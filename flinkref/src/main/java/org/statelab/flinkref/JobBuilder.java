@@ -29,12 +29,16 @@ final class JobBuilder {
     static final TypeInformation<Rec> REC = TypeInformation.of(Rec.class);
 
     static void build(StreamExecutionEnvironment env, JsonNode spec, String inputFile, Map<String, Integer> parallelism) {
-        build(env, spec, inputFile, parallelism, null);
+        build(env, spec, inputFile, parallelism, null, false);
     }
 
-    /** outputDir: when set, each sink also appends its committed records to outputDir/SINK.jsonl. */
+    /**
+     * outputDir: when set, each sink also appends its committed records to outputDir/SINK.jsonl. restoring: the
+     * job restores from a savepoint, so max parallelism is not set again: Flink takes it from the savepoint, as
+     * it is fixed when a job first runs (StateLab's rule too).
+     */
     static void build(StreamExecutionEnvironment env, JsonNode spec, String inputFile, Map<String, Integer> parallelism,
-            String outputDir) {
+            String outputDir, boolean restoring) {
         env.disableOperatorChaining();
         Map<String, JsonNode> ops = new HashMap<>();
         List<String> order = new ArrayList<>();
@@ -59,7 +63,7 @@ final class JobBuilder {
                 if (!ready) {
                     continue;
                 }
-                built.put(id, buildOp(env, ops.get(id), in, built, ops, inputFile, parallelism, outputDir));
+                built.put(id, buildOp(env, ops.get(id), in, built, ops, inputFile, parallelism, outputDir, restoring));
                 progress = true;
             }
             if (!progress) {
@@ -90,7 +94,7 @@ final class JobBuilder {
 
     private static DataStream<Rec> buildOp(StreamExecutionEnvironment env, JsonNode op, List<JsonNode> in,
             Map<String, DataStream<Rec>> built, Map<String, JsonNode> ops, String inputFile,
-            Map<String, Integer> parallelism, String outputDir) {
+            Map<String, Integer> parallelism, String outputDir, boolean restoring) {
         String id = op.path("id").asText();
         String kind = op.path("kind").asText();
         JsonNode opts = op.path("options");
@@ -142,7 +146,7 @@ final class JobBuilder {
             default -> throw new IllegalArgumentException("operator " + id + ": kind " + kind + " is not translated");
         }
         out.name(id).uid(id).setParallelism(p);
-        if (maxP > 0) {
+        if (maxP > 0 && !restoring) {
             out.setMaxParallelism(maxP);
         }
         @SuppressWarnings("unchecked")

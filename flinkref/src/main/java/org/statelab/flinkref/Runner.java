@@ -279,7 +279,7 @@ final class Runner {
         Files.createDirectories(cpDir.toPath());
         Configuration conf = jobConfig(spec, sc.path("flinkConfig"), cpDir);
         StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
-        JobBuilder.build(env, spec, input, par);
+        JobBuilder.build(env, spec, input, par, null, restore != null);
         StreamGraph sg = env.getStreamGraph();
         sg.setJobName(spec.path("name").asText("job"));
         if (restore != null) {
@@ -506,6 +506,18 @@ final class Runner {
             vertices.add(v);
         }
         pt.put("vertices", vertices);
+        org.apache.flink.runtime.executiongraph.ErrorInfo why = g.getFailureInfo();
+        if (why != null) {
+            // Why the job failed, also when it failed before any task ran (a refused restore).
+            String msg = why.getExceptionAsString();
+            int nl = msg.indexOf('\n');
+            Throwable t = why.getException().deserializeError(Runner.class.getClassLoader());
+            while (t.getCause() != null) {
+                t = t.getCause();
+            }
+            pt.put("failure", Map.of("exception", nl > 0 ? msg.substring(0, nl) : msg,
+                    "rootCause", t.getClass().getName() + ": " + t.getMessage()));
+        }
         pt.put("attempts", attempts);
         pt.put("restartedSubtasks", restarted);
         List<Object> ex = new ArrayList<>();
