@@ -89,15 +89,22 @@ async function main() {
   // A fork plays on from where it was copied, and its story says what it is
   // a copy of; the page of a fork carries forked=<step> in its address.
   let resumeFork = null;
-  const forked = (session, step) => {
+  const forked = (session, step, resume = true) => {
     explain.fork = { step: Number(step) || 0 };
     explain.episode = null;
     explain.previous = null;
     explain.dirty = true;
-    resumeFork = session;
+    resumeFork = resume ? session : null;
   };
   const params = new URLSearchParams(location.search);
-  if (params.has('forked') && params.get('session')) forked(params.get('session'), params.get('forked'));
+  if (params.has('forked') && params.get('session')) {
+    // Played once, on the page the fork opened; a reload or a language
+    // switch keeps the fork's story but not a pause the learner chose.
+    const key = `statelab.forkPlayed.${params.get('session')}`;
+    let first = true;
+    try { first = !sessionStorage.getItem(key); sessionStorage.setItem(key, '1'); } catch { /* storage off: play it */ }
+    forked(params.get('session'), params.get('forked'), first);
+  }
   const views = [graph, strip, inspector, sources, checkpoints, sink, log, explain];
   const names = ['graph', 'strip', 'inspector', 'sources', 'checkpoints', 'sink', 'log', 'explain'];
   // Milliseconds spent per view, for the browser test's frame-rate report.
