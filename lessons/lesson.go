@@ -65,6 +65,8 @@ type Step struct {
 	Checks []Check
 	// Within is how many engine steps the checks may take to hold.
 	Within int
+	// Line is the step's line in scenario.yaml (1-based; 0 when unknown).
+	Line int
 	// Text is the step's words per language.
 	Text map[Lang]*StepText
 }

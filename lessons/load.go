@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -85,7 +86,26 @@ type Problem struct {
 	Lesson string // slug, or "" for the content folder
 	File   string
 	Step   string // step id, when the problem is in a step
+	Line   int    // 1-based line in File, when known
 	Msg    string
+}
+
+// At renders the problem as a compiler does, "root/lesson/file:line: step
+// s: msg", for a lesson folder read from root (an instructor's directory).
+func (p Problem) At(root string) string {
+	var b strings.Builder
+	if p.File != "" || p.Lesson != "" {
+		b.WriteString(filepath.Join(root, p.Lesson, p.File))
+		if p.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(p.Line))
+		}
+		b.WriteString(": ")
+	}
+	if p.Step != "" {
+		b.WriteString("step " + p.Step + ": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
 }
 
 func (p Problem) String() string {
@@ -98,6 +118,9 @@ func (p Problem) String() string {
 			b.WriteString(", ")
 		}
 		b.WriteString(p.File)
+		if p.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(p.Line))
+		}
 	}
 	if p.Step != "" {
 		b.WriteString(", step " + p.Step)
@@ -123,9 +146,11 @@ var ErrLint = errors.New("lessons: lint failed")
 func (e *LintError) Unwrap() error { return ErrLint }
 
 var (
-	reSlug    = regexp.MustCompile(`^(\d{2})-[a-z0-9]+(-[a-z0-9]+)*$`)
-	reID      = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	reJobName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	reLineMsg  = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
+	reYAMLLine = regexp.MustCompile(`\bline (\d+):`)
+	reSlug     = regexp.MustCompile(`^(\d{2})-[a-z0-9]+(-[a-z0-9]+)*$`)
+	reID       = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	reJobName  = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 )
 
 // Limits a scenario must keep.
@@ -145,25 +170,13 @@ func Load(fsys fs.FS) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read lessons: %w", err)
 	}
+	var names []string
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		if !reSlug.MatchString(e.Name()) {
-			problems = append(problems, Problem{Lesson: e.Name(), Msg: "a lesson folder is named NN-words, in lower case (e.g. 01-why-state)"})
-			continue
-		}
-		l, ps := loadLesson(fsys, e.Name())
-		problems = append(problems, ps...)
-		if len(ps) == 0 {
-			c.Lessons = append(c.Lessons, l)
+		if e.IsDir() {
+			names = append(names, e.Name())
 		}
 	}
-	for i, l := range c.Lessons {
-		if i > 0 && c.Lessons[i-1].Number == l.Number {
-			problems = append(problems, Problem{Lesson: l.Slug, Msg: fmt.Sprintf("number %02d is used by %s too", l.Number, c.Lessons[i-1].Slug)})
-		}
-	}
+	c.Lessons, problems = loadFolders(fsys, names)
 	for _, lang := range Langs {
 		name := "glossary." + string(lang) + ".md"
 		src, err := fs.ReadFile(fsys, name)
@@ -186,6 +199,29 @@ func Load(fsys fs.FS) (*Catalog, error) {
 		return c, &LintError{Problems: problems}
 	}
 	return c, nil
+}
+
+// loadFolders loads and lints the lesson folders names of fsys, in order.
+func loadFolders(fsys fs.FS, names []string) ([]*Lesson, []Problem) {
+	var out []*Lesson
+	var problems []Problem
+	for _, name := range names {
+		if !reSlug.MatchString(name) {
+			problems = append(problems, Problem{Lesson: name, Msg: "a lesson folder is named NN-words, in lower case (e.g. 01-why-state)"})
+			continue
+		}
+		l, ps := loadLesson(fsys, name)
+		problems = append(problems, ps...)
+		if len(ps) == 0 {
+			out = append(out, l)
+		}
+	}
+	for i, l := range out {
+		if i > 0 && out[i-1].Number == l.Number {
+			problems = append(problems, Problem{Lesson: l.Slug, Msg: fmt.Sprintf("number %02d is used by %s too", l.Number, out[i-1].Slug)})
+		}
+	}
+	return out, problems
 }
 
 // scenarioFile is scenario.yaml as written.
@@ -212,9 +248,20 @@ type actionFile struct {
 
 func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 	var problems []Problem
-	bad := func(file, step, format string, a ...any) {
-		problems = append(problems, Problem{Lesson: slug, File: file, Step: step, Msg: fmt.Sprintf(format, a...)})
+	var lines scenarioLines
+	badAt := func(file, step string, line int, format string, a ...any) {
+		msg := fmt.Sprintf(format, a...)
+		// The Markdown parser and the YAML decoder name the line in the
+		// message; it moves to the Line field, so it prints as file:line.
+		if m := reLineMsg.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		} else if m := reYAMLLine.FindStringSubmatch(msg); m != nil && line == 0 {
+			line, _ = strconv.Atoi(m[1])
+		}
+		problems = append(problems, Problem{Lesson: slug, File: file, Step: step, Line: line, Msg: msg})
 	}
+	bad := func(file, step, format string, a ...any) { badAt(file, step, 0, format, a...) }
 	n, _ := strconv.Atoi(reSlug.FindStringSubmatch(slug)[1])
 	l := &Lesson{Slug: slug, Number: n, Text: map[Lang]*Text{}, variants: map[string]*engine.JobSpec{}}
 
@@ -225,6 +272,7 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		bad(sf, "", "cannot read the scenario: %v", err)
 		return nil, problems
 	}
+	lines = lineIndex(raw)
 	var scen scenarioFile
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
@@ -270,11 +318,12 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 	js := newJobState(MainJob, l.job)
 	seen := map[string]bool{}
 	for i, sfStep := range scen.Steps {
-		st := &Step{ID: sfStep.ID, Index: i, Within: sfStep.Within, Text: map[Lang]*StepText{}}
+		st := &Step{ID: sfStep.ID, Index: i, Within: sfStep.Within, Text: map[Lang]*StepText{}, Line: lines.step(i)}
 		name := st.ID
 		if name == "" {
 			name = fmt.Sprintf("#%d", i+1)
 		}
+		bad := func(file, step, format string, a ...any) { badAt(file, step, st.Line, format, a...) }
 		switch {
 		case !reID.MatchString(st.ID):
 			bad(sf, name, "step id %q: use lower-case words and dashes", st.ID)
@@ -288,7 +337,10 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		if st.Within < 1 || st.Within > maxWithin {
 			bad(sf, name, "within %d is not within 1..%d", st.Within, maxWithin)
 		}
-		for _, af := range sfStep.Actions {
+		for k, af := range sfStep.Actions {
+			bad := func(file, step, format string, a ...any) {
+				badAt(file, step, lines.item(i, "actions", k), format, a...)
+			}
 			a := Action{Name: af.Name, Args: af.Args}
 			switch af.Expect {
 			case "":
@@ -305,7 +357,8 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		if len(sfStep.Check) == 0 {
 			bad(sf, name, "the step has no check; say what must hold when it is done")
 		}
-		for _, item := range sfStep.Check {
+		for k, item := range sfStep.Check {
+			bad := func(file, step, format string, a ...any) { badAt(file, step, lines.item(i, "check", k), format, a...) }
 			if len(item) != 1 {
 				bad(sf, name, "a check item is one predicate: `- name: {args}`, not %v", item)
 				continue

@@ -82,12 +82,6 @@ func TestLessonMutationNoActionStepTicksWithoutItsAction(t *testing.T) {
 	require.Positive(t, total)
 }
 
-// learnerActs reports whether the step asks the learner to do something to
-// the job (viewer controls do not count).
-func learnerActs(st *Step) bool {
-	return slices.ContainsFunc(st.Actions, func(a Action) bool { return !a.Driver() || a.Name == cmdReset })
-}
-
 // mutants lists the ways to play st without its action. snap is the job
 // at the step's start.
 func mutants(st *Step, snap *engine.Snapshot) []mutant {

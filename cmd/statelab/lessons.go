@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,7 +15,7 @@ import (
 )
 
 func init() {
-	register(command{name: "lessons", summary: "list the lessons, or play them headlessly and check every step (lessons list | lessons check [slug…])", run: runLessons})
+	register(command{name: "lessons", summary: "list the lessons, play them headlessly and check every step, or write your own (lessons list | check [slug…] | check --dir DIR | new SLUG)", run: runLessons})
 }
 
 func runLessons(ctx context.Context, args []string, io IO) int {
@@ -20,9 +23,11 @@ func runLessons(ctx context.Context, args []string, io IO) int {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 			fmt.Fprintln(io.Out, "Usage: statelab lessons list [--lang en|zh] [--json]")
 			fmt.Fprintln(io.Out, "       statelab lessons check [slug…]")
+			fmt.Fprintln(io.Out, "       statelab lessons check --dir DIR   (your own lessons: one lesson folder, or a folder of them)")
+			fmt.Fprintln(io.Out, "       statelab lessons new [--dir DIR] NN-words   (a new lesson folder that passes check as written)")
 			return exitOK
 		}
-		code, _ := usageError(io, "statelab lessons", "say list or check (e.g. statelab lessons check 01-why-state)")
+		code, _ := usageError(io, "statelab lessons", "say list, check or new (e.g. statelab lessons check 01-why-state)")
 		return code
 	}
 	switch args[0] {
@@ -30,8 +35,10 @@ func runLessons(ctx context.Context, args []string, io IO) int {
 		return runLessonsList(args[1:], io)
 	case "check":
 		return runLessonsCheck(ctx, args[1:], io)
+	case "new":
+		return runLessonsNew(args[1:], io)
 	}
-	code, _ := usageError(io, "statelab lessons", "unknown subcommand %q (want list or check)", args[0])
+	code, _ := usageError(io, "statelab lessons", "unknown subcommand %q (want list, check or new)", args[0])
 	return code
 }
 
@@ -92,8 +99,16 @@ func runLessonsList(args []string, io IO) int {
 
 func runLessonsCheck(ctx context.Context, args []string, io IO) int {
 	fs := newFlagSet("lessons check")
+	dir := fs.String("dir", "", "check your own lessons in this folder (one lesson folder, or a folder of lesson folders) instead of the built-in ones")
 	if code, done := parseFlags(fs, args, io); done {
 		return code
+	}
+	if *dir != "" {
+		if fs.NArg() > 0 {
+			code, _ := usageError(io, fs.Name(), "unexpected argument %q: with --dir every lesson in the folder is checked", fs.Arg(0))
+			return code
+		}
+		return checkLessonDir(ctx, *dir, io)
 	}
 	c, code := loadLessons(io)
 	if c == nil {
@@ -129,4 +144,152 @@ func runLessonsCheck(ctx context.Context, args []string, io IO) int {
 		fmt.Fprintln(io.Err, "statelab lessons check: interrupted")
 	}
 	return exitFail
+}
+
+// checkLessonDir lints and plays an instructor's lessons, reporting every
+// defect as file:line, and plays each step without its actions too: a check
+// that holds anyway proves nothing (Lesson.RunStrict).
+func checkLessonDir(ctx context.Context, dir string, io IO) int {
+	ls, root, err := lessons.LoadDir(dir)
+	var le *lessons.LintError
+	switch {
+	case errors.As(err, &le):
+		for _, p := range le.Problems {
+			fmt.Fprintln(io.Out, p.At(root))
+		}
+		fmt.Fprintf(io.Out, "%d problem(s); nothing was played\n", len(le.Problems))
+		return exitFail
+	case err != nil:
+		fmt.Fprintf(io.Err, "statelab lessons check: %v\n", err)
+		return exitUsage
+	}
+	builtin, code := loadLessons(io)
+	if builtin == nil {
+		return code
+	}
+	if _, err := builtin.With(ls); err != nil {
+		fmt.Fprintf(io.Out, "%v\n", err)
+		return exitFail
+	}
+	passed, failed := 0, 0
+	for _, l := range ls {
+		rep, err := l.RunStrict(ctx, lessons.RunOptions{})
+		var f *lessons.Failure
+		switch {
+		case errors.As(err, &f):
+			failed++
+			at := filepath.Join(root, l.Slug, "scenario.yaml")
+			if f.StepIndex < len(l.Steps) && l.Steps[f.StepIndex].Line > 0 {
+				at += fmt.Sprintf(":%d", l.Steps[f.StepIndex].Line)
+			}
+			fmt.Fprintf(io.Out, "%s: FAIL %v\n", at, err)
+		case err != nil:
+			fmt.Fprintf(io.Err, "statelab lessons check: %v\n", err)
+			return exitFail
+		default:
+			passed++
+			fmt.Fprintf(io.Out, "ok   %s\t%d steps\t%d engine steps\t%s\n", rep.Lesson, len(rep.Steps), rep.EngineSteps, rep.Elapsed.Round(time.Millisecond))
+		}
+	}
+	fmt.Fprintf(io.Out, "%d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// runLessonsNew writes a new lesson folder that passes 'lessons check --dir'.
+func runLessonsNew(args []string, io IO) int {
+	fs := newFlagSet("lessons new")
+	dir := fs.String("dir", ".", "folder to create the lesson folder in")
+	if code, done := parseFlags(fs, args, io); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		code, _ := usageError(io, fs.Name(), "give the lesson's folder name, NN-words (e.g. statelab lessons new 13-my-lesson)")
+		return code
+	}
+	slug := fs.Arg(0)
+	files, err := lessons.Scaffold(slug)
+	if err != nil {
+		code, _ := usageError(io, fs.Name(), "%v", err)
+		return code
+	}
+	if c, err := lessons.Default(); err == nil {
+		if _, err := c.With([]*lessons.Lesson{{Slug: slug, Number: lessonNumber(slug)}}); err != nil {
+			code, _ := usageError(io, fs.Name(), "%v", err)
+			return code
+		}
+	}
+	target := filepath.Join(*dir, slug)
+	if _, err := os.Stat(target); err == nil {
+		code, _ := usageError(io, fs.Name(), "%s exists already; choose another name or remove it", target)
+		return code
+	}
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		fmt.Fprintf(io.Err, "statelab lessons new: %v\n", err)
+		return exitFail
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(target, name), []byte(files[name]), 0o644); err != nil {
+			fmt.Fprintf(io.Err, "statelab lessons new: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintf(io.Out, "wrote %s\n", filepath.Join(target, name))
+	}
+	fmt.Fprintf(io.Out, "Check it: statelab lessons check --dir %s\nServe it: statelab serve --lessons %s\n", target, *dir)
+	return exitOK
+}
+
+// lessonNumber is the NN of a valid slug NN-words.
+func lessonNumber(slug string) int {
+	n := 0
+	for _, r := range slug {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
+}
+
+// courseWith is the built-in course with an instructor's lessons from dir
+// added (serve --lessons); nil when dir is empty (the web server then uses
+// the built-in course). A lesson that does not lint is a usage error, each
+// defect printed as file:line.
+func courseWith(dir string, io IO) (*lessons.Catalog, int) {
+	if dir == "" {
+		return nil, exitOK
+	}
+	builtin, code := loadLessons(io)
+	if builtin == nil {
+		return nil, code
+	}
+	ls, root, err := lessons.LoadDir(dir)
+	var le *lessons.LintError
+	switch {
+	case errors.As(err, &le):
+		for _, p := range le.Problems {
+			fmt.Fprintf(io.Err, "statelab serve: %s\n", p.At(root))
+		}
+		fmt.Fprintf(io.Err, "statelab serve: --lessons %s: %d problem(s); fix them ('statelab lessons check --dir %s') and start again\n", dir, len(le.Problems), dir)
+		return nil, exitUsage
+	case err != nil:
+		fmt.Fprintf(io.Err, "statelab serve: --lessons: %v\n", err)
+		return nil, exitUsage
+	}
+	c, err := builtin.With(ls)
+	if err != nil {
+		fmt.Fprintf(io.Err, "statelab serve: --lessons: %v\n", err)
+		return nil, exitUsage
+	}
+	for _, l := range ls {
+		fmt.Fprintf(io.Out, "Added lesson %s (%s)\n", l.Slug, l.Text[lessons.EN].Title)
+	}
+	return c, exitOK
 }

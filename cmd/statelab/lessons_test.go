@@ -41,7 +41,7 @@ func TestLessonsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"lessons"}, "say list or check"},
+		{[]string{"lessons"}, "say list, check or new"},
 		{[]string{"lessons", "run"}, `unknown subcommand "run"`},
 		{[]string{"lessons", "check", "99-nope"}, `no lesson "99-nope"`},
 		{[]string{"lessons", "list", "--lang", "fr"}, `--lang "fr": want en or zh`},

@@ -40,6 +40,7 @@ func runServe(ctx context.Context, args []string, io IO) int {
 	fs.DurationVar(&lim.ReplayTime, "max-replay-time", lim.ReplayTime, "bound on the computing time of one replay; a share link estimated above it is refused, a replay running over it is stopped")
 	allowAttach := fs.Bool("allow-attach", false, "keep the attach page on when serving beyond this computer (--listen 0.0.0.0:8080); off by default there, since attach makes the server read addresses of its network for whoever asks")
 	quiet := fs.Bool("quiet", false, "log only warnings and errors")
+	lessonDir := fs.String("lessons", "", "add your own lessons from this folder (one lesson folder, or a folder of them) to the course; 'statelab lessons check --dir' first")
 	if code, done := parseFlags(fs, args, io); done {
 		return code
 	}
@@ -77,13 +78,17 @@ func runServe(ctx context.Context, args []string, io IO) int {
 			allow = append(allow, strings.TrimRight(o, "/"))
 		}
 	}
+	course, code := courseWith(*lessonDir, io)
+	if code != exitOK {
+		return code
+	}
 	level := slog.LevelInfo
 	if *quiet {
 		level = slog.LevelWarn
 	}
 	logger := slog.New(slog.NewTextHandler(io.Err, &slog.HandlerOptions{Level: level}))
 
-	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, AllowHosts: listenHosts(*addr, net.InterfaceAddrs), Limits: lim, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, MaxClassrooms: *maxClassrooms, Logger: logger,
+	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), AllowOrigins: allow, AllowHosts: listenHosts(*addr, net.InterfaceAddrs), Limits: lim, MaxSessions: *maxSessions, MaxForks: *maxForks, MaxFollowers: *maxFollowers, MaxClassrooms: *maxClassrooms, Logger: logger, Lessons: course,
 		// The Performance page's quick bench times the WebSocket hub too.
 		Perf:   web.PerfConfig{WebFanOut: web.MeasureFanOut},
 		Attach: web.AttachConfig{Off: beyondLoopback(*addr) && !*allowAttach}})
