@@ -50,7 +50,7 @@ type Sizes struct {
 	Viewers []int
 	Events  int
 	// ReplaySteps are the share-link replay lengths of the sessions group
-	// (empty: 25k to 200k, or 20k to 160k when Quick).
+	// (empty: 50k to 400k, or 40k to 320k when Quick).
 	ReplaySteps []int64
 }
 

@@ -47,7 +47,7 @@ var replaySeries = []struct {
 	scale    int64 // steps are the sizes divided by scale
 }{
 	{"default sandbox", map[string]string{}, 1},
-	{"10,000 keys, 10 ms checkpoints", map[string]string{"keys": "10000", "interval": "10ms"}, 2},
+	{"10,000 keys, 10 ms checkpoints", map[string]string{"keys": "10000", "interval": "10ms"}, 1},
 }
 
 func (r *runner) sessions(ctx context.Context) error {
@@ -56,11 +56,12 @@ func (r *runner) sessions(ctx context.Context) error {
 		r.note("sessions: StateLab's web server was not injected (Config.Sessions); nothing measured")
 		return nil
 	}
-	// From 20,000 steps: the first few thousand of a run are its cheap
-	// start (empty state, nothing to checkpoint yet), not its steady cost.
-	steps := []int64{25_000, 50_000, 100_000, 200_000}
+	// From 40,000 steps: the first tens of thousands of a run are its
+	// start, while its state grows to the source's keys (every checkpoint
+	// copying more of it), not its steady cost.
+	steps := []int64{50_000, 100_000, 200_000, 400_000}
 	if r.cfg.Quick {
-		steps = []int64{20_000, 40_000, 80_000, 160_000}
+		steps = []int64{40_000, 80_000, 160_000, 320_000}
 	}
 	if r.cfg.Sizes != nil && len(r.cfg.Sizes.ReplaySteps) > 0 {
 		steps = r.cfg.Sizes.ReplaySteps
