@@ -547,3 +547,19 @@ func TestRestoreCostMatchesDuplicates(t *testing.T) {
 	assert.Empty(t, cmp[0].Losses)
 	assert.Equal(t, int(req[0].Value), cmp[0].DuplicateRecords, "every record committed after the checkpoint appears twice, and nothing else")
 }
+
+// However many attempts have passed, an exponential backoff stays within
+// [initial, max]: Java's (long) cast of a huge double saturates, so Flink's
+// backoff sits at its cap; the multiplier's power must not overflow into a
+// negative or a panic (it did after ~1,750 attempts at 1.5).
+func TestExponentialDelayBackoffStaysCappedAfterManyAttempts(t *testing.T) {
+	for _, jitter := range []float64{-1, 0.1} {
+		r := RestartSpec{Strategy: RestartExponentialDelay, Delay: Duration(time.Second), Jitter: jitter}.effective(true)
+		st := restartState{}
+		for _, attempt := range []int{50, 1750, 5000, 1 << 20} {
+			st.attempt = attempt
+			d := st.backoff(r, 7)
+			assert.Equal(t, r.MaxBackoff.D(), d, "attempt %d, jitter %v", attempt, jitter)
+		}
+	}
+}

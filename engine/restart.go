@@ -183,15 +183,26 @@ func (st *restartState) notifyFailure(r RestartSpec, now time.Duration, seed int
 func (st *restartState) backoff(r RestartSpec, seed int64) time.Duration {
 	initial := r.Delay.D().Milliseconds()
 	maxMS := r.MaxBackoff.D().Milliseconds()
-	cur := int64(float64(initial) * math.Pow(r.Multiplier, float64(st.attempt)))
+	// Java's (long) cast saturates at Long.MAX_VALUE; Go's conversion of a
+	// float past the int64 range is undefined, so saturate here (after
+	// ~1,750 attempts at 1.5 the power leaves the range). The sum with the
+	// jitter saturates too, so the backoff stays at its cap.
+	cur := int64(math.MaxInt64)
+	if f := float64(initial) * math.Pow(r.Multiplier, float64(st.attempt)); f < math.MaxInt64 {
+		cur = int64(f)
+	}
 	var jitter int64
 	if r.Jitter > 0 {
-		off := int64(float64(cur) * r.Jitter)
+		off := min(int64(float64(cur)*r.Jitter), (math.MaxInt64-1)/2)
 		rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed0000+st.draws))
 		st.draws++
 		jitter = rng.Int64N(2*off+1) - off
 	}
-	return time.Duration(max(initial, min(cur+jitter, maxMS))) * time.Millisecond
+	sum := cur + jitter
+	if jitter > 0 && cur > math.MaxInt64-jitter {
+		sum = math.MaxInt64
+	}
+	return time.Duration(max(initial, min(sum, maxMS))) * time.Millisecond
 }
 
 // maxAttempts is what the view shows as the limit (0: unlimited or by rate).
