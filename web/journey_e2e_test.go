@@ -261,9 +261,15 @@ func TestJourneyPhoneAndLaptop(t *testing.T) {
 						require.False(t, eval[bool](j.browserEnv, `[...document.querySelectorAll('[data-lang-link]')].some(a => a.href.endsWith('#step-1'))`), "%s: the language switch jumps to #step-1", name)
 					}
 				}
+				// Screenshots are named by page, never by a room's code or token.
 				slug := strings.Trim(strings.NewReplacer("/", "-", "?", "-", "=", "-", "&", "-").Replace(p), "-")
-				if slug == "" {
+				switch {
+				case slug == "":
 					slug = "home"
+				case strings.HasPrefix(p, "/join/"):
+					slug = "classroom-follower"
+				case strings.HasPrefix(p, "/classroom/"):
+					slug = "classroom-presenter"
 				}
 				j.window(fmt.Sprintf("%d-%s-%s", size[0], lang, slug))
 			}
