@@ -66,9 +66,9 @@ func openError(t *testing.T, ts *testServer, query string) msg {
 // untilEvent reads until an events frame has an event matching pred.
 func untilEvent(t *testing.T, c *websocket.Conn, what string, pred func(map[string]any) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // generous: decides only how long a failure takes
 	for time.Now().Before(deadline) {
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Second)))
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
 		var m msg
 		require.NoError(t, c.ReadJSON(&m), "waiting for %s", what)
 		if m["type"] != "events" {
@@ -87,7 +87,7 @@ func untilEvent(t *testing.T, c *websocket.Conn, what string, pred func(map[stri
 // the engine refuses some commands while subtasks are not running yet.
 func untilAck(t *testing.T, c *websocket.Conn, nameArgs string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // generous: decides only how long a failure takes
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("u%d", i)
 		send(t, c, `{"type":"command","id":"`+id+`","name":`+nameArgs+`}`)
@@ -97,7 +97,7 @@ func untilAck(t *testing.T, c *websocket.Conn, nameArgs string) {
 		}
 		require.Equal(t, CodeRefused, r["code"], "%v", r)
 		require.True(t, time.Now().Before(deadline), "never acked: %v", r)
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // the retry's pace, not a wait for anything
 	}
 }
 

@@ -272,7 +272,7 @@ func TestAttachPollsUntilCancelled(t *testing.T) {
 	for range 2 {
 		select {
 		case <-out.lines:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("no reading printed")
 		}
 	}
@@ -280,7 +280,7 @@ func TestAttachPollsUntilCancelled(t *testing.T) {
 	select {
 	case code := <-done:
 		assert.Equal(t, 0, code)
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("attach did not stop when its context was cancelled")
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -309,7 +309,7 @@ func TestAttachPollingReportsErrorsAndGoesOn(t *testing.T) {
 	for range 2 {
 		select {
 		case <-errw.lines:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("no error printed")
 		}
 	}

@@ -37,7 +37,7 @@ func TestServeAnswersOnlyItsOwnHosts(t *testing.T) {
 	}()
 	re := regexp.MustCompile(`running at (http://127\.0\.0\.1:(\d+)/)`)
 	var url, port string
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
 			url, port = m[1], m[2]
 		}
