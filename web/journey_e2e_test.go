@@ -376,6 +376,7 @@ func TestJourneyExplorer(t *testing.T) {
 	require.Less(t, past, head)
 	story := eval[string](j.browserEnv, `document.getElementById('explain-body').innerText`)
 	require.NotContains(t, story, "count runs with 4 subtasks", "the present's story is not beside the past")
+	require.NotContains(t, eval[string](j.browserEnv, `document.getElementById('log').innerText`), "rescale of count from 2 to 4", "the event log shows nothing after the step shown")
 	j.shot("05-past-step")
 
 	// Fork here: a copy of the run up to that step, which plays on and says

@@ -30,11 +30,21 @@ export class LogView {
     });
     this.root.classList.toggle('show-detail', this.showDetail);
     this.lastSeed = null;
+    this.newest = 0; // the latest job time logged
+    this.hiding = false;
   }
 
   onChange(change) {
     if (change.type === 'snapshot') {
       const snap = this.model.snap;
+      // A reset starts the job time again: nothing logged is 'later'.
+      if (this.lastSeed !== null && snap.seed !== this.lastSeed) this.newest = 0;
+      // Looking at a past step (the timeline): what happened later is hidden.
+      const later = snap.at < this.newest;
+      if (later || this.hiding) {
+        this.hiding = later;
+        for (const li of this.root.children) li.classList.toggle('later', later && Number(li.dataset.at) > snap.at);
+      }
       if (this.lastSeed !== null && snap.seed !== this.lastSeed) {
         this.add(snap.at, 'main', t('log.reset', { seed: snap.seed }));
       } else if (this.lastSeed === null) {
@@ -80,7 +90,8 @@ export class LogView {
   }
 
   add(at, cat, sentence, kind) {
-    const li = h('li', { class: `${cat} ${kind ? `k-${kind}` : ''}` }, h('time', {}, clock(at || 0)), h('span', {}, sentence));
+    const li = h('li', { class: `${cat} ${kind ? `k-${kind}` : ''}`, dataset: { at: at || 0 } }, h('time', {}, clock(at || 0)), h('span', {}, sentence));
+    this.newest = Math.max(this.newest, at || 0);
     this.root.prepend(li);
     while (this.root.childElementCount > MAX_ITEMS) this.root.lastElementChild.remove();
   }
@@ -93,8 +104,9 @@ export function say(e) {
   if (getLang() === 'en' || !has(key)) return e.message;
   return t(key, {
     task: e.task, operator: e.operator, taskManager: e.taskManager, channel: e.channel, from: e.from, to: e.to,
-    records: num(e.records || 0), checkpoint: e.checkpoint, status: e.status, previous: e.previous, partition: e.partition,
-    offset: e.offset, watermark: e.watermark, key: e.key, window: e.window, value: e.value, text: e.text,
+    // Zero fields are left out of an event's JSON.
+    records: num(e.records || 0), checkpoint: e.checkpoint ?? 0, status: e.status, previous: e.previous, partition: e.partition ?? 0,
+    offset: e.offset ?? 0, watermark: e.watermark, key: e.key, window: e.window, value: e.value ?? 0, text: e.text,
     parallelism: e.parallelism, transaction: e.transaction,
     duration: e.stats ? dur(e.stats.endToEndDuration) : '', size: e.stats ? bytes(e.stats.checkpointedSize) : '',
     restoreCheckpoint: e.restore?.checkpoint ?? 0, command: e.command ? e.command.name : '',
