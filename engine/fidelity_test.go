@@ -563,3 +563,33 @@ func TestExponentialDelayBackoffStaysCappedAfterManyAttempts(t *testing.T) {
 		}
 	}
 }
+
+// The restore command on the Live driver: the same contract as on the
+// Stepper (TestRestoreCostMatchesDuplicates).
+func TestRestoreCommandLive(t *testing.T) {
+	spec := wordCount(3000, 2, 2, 0)
+	spec.Checkpointing.Interval = ms(20)
+	spec.Checkpointing.Retained = 2
+	spec.Operators[0].Options["rate"] = 2000.0
+	log := &eventLog{}
+	l, err := NewLive(spec, Options{Dir: t.TempDir(), RecordEvents: log.add})
+	require.NoError(t, err)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, l.Start(ctx))
+	waitLive(t, l, func(s *Snapshot) bool { return len(s.Checkpoints.Retained) == 2 && s.Sinks[0].Committed > 0 })
+	l.Pause()
+	snap := l.Snapshot()
+	oldest := snap.Checkpoints.Retained[0].ID
+	require.NoError(t, l.Do(Command{Name: CmdRestore, Checkpoint: oldest}))
+	l.Resume()
+	require.NoError(t, l.WaitDrained(ctx))
+	req := log.kinds(EvRestoreRequested)
+	require.Len(t, req, 1)
+	cmp, err := l.Compare()
+	require.NoError(t, err)
+	assert.Empty(t, cmp[0].Losses)
+	assert.Equal(t, int(req[0].Value), cmp[0].DuplicateRecords, "the records committed after checkpoint %d, and nothing else, appear twice", oldest)
+	assert.Equal(t, oldest, l.Snapshot().Checkpoints.LatestRestore.Checkpoint)
+}
