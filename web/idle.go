@@ -64,6 +64,17 @@ func (s *Session) pauseUnwatched(now time.Time, grace time.Duration) bool {
 		r.ReleaseCaches()
 	}
 	s.setEventBuffer(idleEventBuffer)
+	// Time-travel images are copies of the run kept to make seeks cheap,
+	// a few MB each; a run that can be replayed from step 0 lets them go
+	// (the returning viewer's seeks replay, and new images follow the
+	// present). A run copied from full speed keeps them: its timeline
+	// starts at its first image.
+	s.x.mu.Lock()
+	fromZero := !s.x.noZero && !s.x.handedOver && s.run.Driver != DriverLive
+	s.x.mu.Unlock()
+	if fromZero {
+		s.dropImages()
+	}
 	s.srv.log.Info("session paused: nobody watches", "session", s.ID, "after", grace)
 	return true
 }
