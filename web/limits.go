@@ -152,13 +152,15 @@ func replayError(err error, steps int64, budget time.Duration) error {
 	return err
 }
 
-// Cost model of a replay, measured with statelab bench's replay case on a
-// 2-core machine: each step costs about replayStepCost, and each checkpoint
-// copies the state of every key, about replayKeyCost per key and step at
-// the least checkpoint interval (10 ms), less at longer ones.
+// Cost model of a replay, from statelab bench --only sessions on a 2-core
+// machine (CPU time: 8.9 us per step of a default sandbox, 30 us at 10,000
+// keys and 10 ms checkpoints), doubled for a loaded machine's wall time:
+// each step costs about replayStepCost, and each checkpoint copies the state
+// of every key, about replayKeyCost per key and step at the least
+// checkpoint interval (10 ms), less at longer ones.
 const (
-	replayStepCost = 15 * time.Microsecond
-	replayKeyCost  = 8 * time.Nanosecond
+	replayStepCost = 18 * time.Microsecond
+	replayKeyCost  = 4 * time.Nanosecond
 )
 
 // replayEstimate is the estimated computing time of replaying steps of a
