@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -941,6 +942,9 @@ func (c *core) rescale(op string, p int) error {
 				ErrRescale, op, p, e.From, e.To, other, c.par[other])
 		}
 	}
+	if r := c.rescaling; r != nil && r.phase == "restoring" && c.ex != nil && !c.ex.started {
+		return c.replanRescale(r, op, p)
+	}
 	if c.par[op] == p {
 		return fmt.Errorf("%w %s: it already has %d subtasks", ErrRescale, op, p)
 	}
@@ -950,6 +954,33 @@ func (c *core) rescale(op string, p int) error {
 	}
 	target[op] = p
 	return c.startRescale(&rescaleOp{operator: op, from: c.par[op], to: p, target: target})
+}
+
+// replanRescale changes a rescale whose new execution still waits for
+// slots. Nothing of that execution has run (no subtask was deployed), so it
+// is cancelled and deployed again from the same savepoint with the new
+// parallelism: what a Flink user does by cancelling the waiting job and
+// resubmitting it from the savepoint (flink run -s SAVEPOINT -p P), since a
+// job that waits for resources takes no further stop-with-savepoint.
+func (c *core) replanRescale(r *rescaleOp, op string, p int) error {
+	if op != r.operator {
+		return fmt.Errorf("%w: the rescale of %s waits for slots; rescale %s again (or add a TaskManager) before rescaling %s",
+			ErrRescale, r.operator, r.operator, op)
+	}
+	if p == r.to {
+		return fmt.Errorf("%w %s: it is already being rescaled to %d subtasks and waits for slots; add a TaskManager or choose another parallelism",
+			ErrRescale, op, p)
+	}
+	target := maps.Clone(c.par)
+	target[op] = p
+	r.target, r.to = target, p
+	c.par = target
+	c.cancelExecution(nil)
+	c.waiting = false
+	c.publish(Event{Kind: EvRescaleStarted, Operator: op, Parallelism: p, Value: int64(r.from),
+		Message: fmt.Sprintf("rescale of %s changed to %d subtasks while it waited for slots: nothing had run yet, so the job is resubmitted from savepoint %d with %d subtasks (in Flink: cancel the waiting job, then flink run -s with -p)", op, p, r.savepoint, p)})
+	c.deploy()
+	return nil
 }
 
 func (c *core) startRescale(r *rescaleOp) error {

@@ -694,13 +694,6 @@ func (lr *lessonRun) performActions(gen int64, st *lessons.Step) error {
 				if pe := checkAgainstJob(&cmd, &snap); pe != nil {
 					return pe
 				}
-				if r := snap.Job.Rescale; cmd.Name == CmdRescale && r != nil && r.Operator == cmd.Operator && r.To != cmd.Parallelism {
-					// The learner rescaled to another parallelism first
-					// (one press of +), and the job waits for that one: the
-					// engine, like Flink, does not change a rescale under way.
-					return fmt.Errorf("%s is already being rescaled to %d and the job waits for it; a rescale under way cannot be changed: press Replay this step to go back to where the step begins, then rescale to %d",
-						r.Operator, r.To, cmd.Parallelism)
-				}
 				return asError(engineErrorOrNil(cmd.Name, lr.apply(s.ctx, e, &cmd, &snap)))
 			})
 		}

@@ -364,9 +364,10 @@ func TestLessonTypedLineTravelsInAnIdleRun(t *testing.T) {
 }
 
 // Lesson 11, step 2 asks for count at 4; a learner who pressed + once has
-// count waiting for slots at 3, which no rescale can change. "Do it for me"
-// then says so and points at "Replay this step", instead of a bare refusal.
-func TestLessonDoItForMeExplainsARescaleUnderWay(t *testing.T) {
+// count waiting for slots at 3. Nothing of that execution ran, so the engine
+// resubmits it from the same savepoint at 4 (engine.replanRescale): "do it
+// for me" then completes the step instead of leaving the learner stuck.
+func TestLessonDoItForMeAfterARescaleToAnotherParallelism(t *testing.T) {
 	ts := newTestServer(t, nil)
 	lc := dialLesson(t, ts, "lesson=11-savepoints-and-scaling-out&step=2")
 	require.Equal(t, "ack", lc.command(CmdSpeed, map[string]any{"factor": 100})["type"])
@@ -381,9 +382,13 @@ func TestLessonDoItForMeExplainsARescaleUnderWay(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "count at 3 never waited for slots")
 		time.Sleep(50 * time.Millisecond)
 	}
-	require.Equal(t, "ack", lc.command(CmdLessonDo, map[string]any{"step": 2})["type"])
-	m := lc.until(lessonTickWait, "do it for me to stop", func(m msg) bool { return m["error"] != nil && m["error"] != "" })
-	assert.Contains(t, m["error"], "count is already being rescaled to 3")
-	assert.Contains(t, m["error"], "Replay this step")
 	assert.NotContains(t, lc.ticks, 2, "count at 3 is not the step")
+	require.Equal(t, "ack", lc.command(CmdLessonDo, map[string]any{"step": 2})["type"])
+	lc.until(lessonTickWait, "step 2 to tick", func(msg) bool { return slices.Contains(lc.ticks, 2) })
+	s := lc.snapshot()
+	for _, o := range s.Job.Operators {
+		if o.ID == "count" {
+			assert.Len(t, o.Subtasks, 4, "count planned at 4")
+		}
+	}
 }
