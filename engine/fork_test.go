@@ -173,13 +173,9 @@ func TestForkLive(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	require.NoError(t, l.Start(context.Background()))
-	deadline := time.Now().Add(20 * time.Second)
-	for l.Snapshot().Checkpoints.Counts.Completed < 2 {
-		require.True(t, time.Now().Before(deadline), "two checkpoints")
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitLive(t, l, func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed >= 2 })
 	require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "count#0"}))
-	time.Sleep(20 * time.Millisecond)
+	waitLive(t, l, func(s *Snapshot) bool { return s.Counters.Failovers >= 1 })
 
 	f, err := l.Fork(Options{Dir: t.TempDir()})
 	require.NoError(t, err)
@@ -213,14 +209,9 @@ func TestForkLivePausedSamePicture(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	require.NoError(t, l.Start(context.Background()))
-	deadline := time.Now().Add(20 * time.Second)
-	for l.Snapshot().Checkpoints.Counts.Completed < 1 {
-		require.True(t, time.Now().Before(deadline), "a checkpoint")
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitLive(t, l, func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 })
 	l.Pause()
-	time.Sleep(50 * time.Millisecond) // every subtask waits at its gate
-	before := l.Snapshot()
+	before := waitQuiet(t, l)
 	f, err := l.Fork(Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	defer f.Close()
@@ -246,4 +237,37 @@ func TestForkLivePausedSamePicture(t *testing.T) {
 	}
 	l.Resume()
 	requireExactlyOnce(t, f, "fork")
+}
+
+// waitQuiet waits until a paused Live run is quiet — every subtask parked at
+// its gate, the JobManager's mailbox empty and the published figures (a Live
+// subtask publishes a few times a second) no longer changing across half a
+// second of polls — and returns its snapshot then. On a busy machine it
+// waits longer; it never returns early because the machine is slow, since
+// any change starts the half second again.
+func waitQuiet(t *testing.T, l *Live) Snapshot {
+	t.Helper()
+	picture := func(s Snapshot) string {
+		s.At, s.Step = 0, 0
+		data, err := json.Marshal(s)
+		require.NoError(t, err)
+		return string(data)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	last, since := "", time.Now()
+	for {
+		s := l.Snapshot()
+		l.qmu.Lock()
+		queued := len(l.queue)
+		l.qmu.Unlock()
+		p := picture(s)
+		switch {
+		case p != last || queued > 0:
+			last, since = p, time.Now()
+		case time.Since(since) >= 500*time.Millisecond:
+			return s
+		}
+		require.True(t, time.Now().Before(deadline), "the paused Live run never became quiet")
+		time.Sleep(10 * time.Millisecond)
+	}
 }
