@@ -232,7 +232,7 @@ func (c *core) latestCheckpointOffsets() map[string]map[int]int64 {
 	if c.offCache.id == newest && c.offCache.off != nil {
 		return c.offCache.off
 	}
-	meta, err := c.storage.Load(newest)
+	meta, err := c.storage.Peek(newest) // a view: not counted as bytes read
 	if err != nil {
 		return out
 	}

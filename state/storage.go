@@ -104,6 +104,11 @@ type CheckpointStorage interface {
 	Checkpoints() []CheckpointInfo
 	// Load reads the metadata of a retained checkpoint or savepoint.
 	Load(checkpointID int64) (*CheckpointMetadata, error)
+	// Peek reads the metadata as Load does without counting its bytes in
+	// Metrics().BytesRead, which counts what restores read: a view that
+	// shows a checkpoint's contents is not a restore, and how often it looks
+	// must not change the figure.
+	Peek(checkpointID int64) (*CheckpointMetadata, error)
 	// Verify checks that every file meta refers to exists with its size and
 	// CRC32C; the error names the first bad file and the checkpoint.
 	Verify(meta *CheckpointMetadata) error

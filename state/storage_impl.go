@@ -133,7 +133,7 @@ func (s *checkpointStorage) recover() error {
 		if base != metadataName || strings.Count(p, "/") != 1 {
 			continue
 		}
-		m, err := s.readMetadata(strings.TrimSuffix(dir, "/"))
+		m, err := s.readMetadata(strings.TrimSuffix(dir, "/"), true)
 		if err != nil {
 			continue // a corrupt checkpoint is not restorable; Load reports it by name
 		}
@@ -388,7 +388,7 @@ func encodeMetadata(m *CheckpointMetadata) ([]byte, error) {
 	return append([]byte(head), body...), nil
 }
 
-func (s *checkpointStorage) readMetadata(dir string) (*CheckpointMetadata, error) {
+func (s *checkpointStorage) readMetadata(dir string, count bool) (*CheckpointMetadata, error) {
 	p := dir + "/" + metadataName
 	r, err := s.blobs.open(p)
 	if err != nil {
@@ -399,7 +399,9 @@ func (s *checkpointStorage) readMetadata(dir string) (*CheckpointMetadata, error
 	if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("state: read %s: %w", p, err)
 	}
-	s.read.Add(int64(len(buf)))
+	if count {
+		s.read.Add(int64(len(buf)))
+	}
 	nl := bytes.IndexByte(buf, '\n')
 	var crc uint32
 	var length int
@@ -583,11 +585,19 @@ func (s *checkpointStorage) find(id int64) (CheckpointInfo, bool) {
 }
 
 func (s *checkpointStorage) Load(checkpointID int64) (*CheckpointMetadata, error) {
+	return s.load(checkpointID, true)
+}
+
+func (s *checkpointStorage) Peek(checkpointID int64) (*CheckpointMetadata, error) {
+	return s.load(checkpointID, false)
+}
+
+func (s *checkpointStorage) load(checkpointID int64, count bool) (*CheckpointMetadata, error) {
 	info, ok := s.find(checkpointID)
 	if !ok {
 		return nil, fmt.Errorf("%w: checkpoint %d is not retained by %s storage of job %s", ErrNotFound, checkpointID, s.cfg.Kind, s.cfg.JobID)
 	}
-	m, err := s.readMetadata(info.Path)
+	m, err := s.readMetadata(info.Path, count)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %d: %w", checkpointID, err)
 	}

@@ -296,3 +296,27 @@ func TestFullSnapshotsAreTheSameBytes(t *testing.T) {
 	assert.Equal(t, refs[0].CRC32C, refs[1].CRC32C)
 	assert.Equal(t, refs[0].Size, refs[1].Size)
 }
+
+// Load is a restore's read and counts toward BytesRead; Peek, a view's look
+// at the same metadata, does not, so how often a view looks never changes
+// the figure a learner reads.
+func TestPeekIsNotCountedAsBytesRead(t *testing.T) {
+	for _, kind := range []StorageKind{JobManagerStorage, FileSystemStorage} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := newTestStorage(t, kind)
+			_, err := s.CompleteCheckpoint(metaWith(1, nil))
+			require.NoError(t, err)
+			before := s.Metrics().BytesRead
+			peeked, err := s.Peek(1)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), peeked.CheckpointID)
+			assert.Equal(t, before, s.Metrics().BytesRead, "a peek is not a read")
+			loaded, err := s.Load(1)
+			require.NoError(t, err)
+			assert.Equal(t, peeked, loaded)
+			assert.Greater(t, s.Metrics().BytesRead, before, "a load is")
+			_, err = s.Peek(2)
+			assert.ErrorIs(t, err, ErrNotFound)
+		})
+	}
+}
