@@ -154,12 +154,12 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
 	return runChaosStep(ctx, cfg)
 }
 
-// chaosTarget is the surface both drivers offer the chaos run.
+// chaosHarness is one chaos run: its configuration, its seeded random
+// source and the result it fills in.
 type chaosHarness struct {
-	cfg     ChaosConfig
-	rng     *rand.Rand
-	res     *ChaosResult
-	lostTMs []string
+	cfg ChaosConfig
+	rng *rand.Rand
+	res *ChaosResult
 }
 
 func (h *chaosHarness) trace(format string, a ...any) {

@@ -112,9 +112,8 @@ type channel struct {
 	queuedRecs   atomic.Int64
 	barriers     atomic.Int64 // barriers queued
 	lastFlow     int64        // records reported in the last flow event (Live)
-	// seq is when the current head became deliverable (Stepper FIFO order).
-	headSeq int64
-	seqs    []int64
+	// seqs[i] is when q[i] became deliverable (Stepper FIFO order).
+	seqs []int64
 }
 
 func (c *channel) len() int {

@@ -29,8 +29,7 @@ const JobFailoverRegion CheckpointFailureReason = "JOB_FAILOVER_REGION"
 // subtask in topological order.
 func (s *JobSpec) PipelinedRegions(par map[string]int) [][]string {
 	parent := map[string]string{}
-	var find func(x string) string
-	find = func(x string) string {
+	find := func(x string) string {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]

@@ -49,7 +49,7 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 		j.Rescale = &RescaleView{Operator: r.operator, From: r.from, To: r.to, Phase: r.phase, Savepoint: r.savepoint}
 	}
 	for _, e := range c.spec.Edges {
-		j.Edges = append(j.Edges, EdgeView{From: e.From, To: e.To, Partitioner: e.Partitioner})
+		j.Edges = append(j.Edges, EdgeView(e))
 	}
 	tmTasks := map[*taskManager][]string{}
 	for i, o := range c.spec.Operators {

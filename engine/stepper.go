@@ -395,21 +395,6 @@ func (s *Stepper) RunUntilDrained(maxSteps int) (int, error) {
 	return maxSteps, fmt.Errorf("%w: %d steps", ErrStepperLimit, maxSteps)
 }
 
-// runUntilLocked is RunUntil with a cheap predicate on the core.
-func (s *Stepper) runUntilCore(pred func(c *core) bool, maxSteps int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for range maxSteps {
-		if pred(s.c) {
-			return true
-		}
-		if !s.stepLocked() {
-			return pred(s.c)
-		}
-	}
-	return pred(s.c)
-}
-
 // Play runs the job in real time: each tick it steps until the virtual
 // clock catches up with the time played so far times the speed. It returns
 // when Pause is called, ctx ends, or nothing more can happen.

@@ -564,14 +564,6 @@ func (b *pebbleBackend) StartSnapshot(target SnapshotTarget, storage CheckpointS
 	}, release), nil
 }
 
-// snapshotFull writes a full snapshot of the current state at once (the
-// benchmarks use it to compare the two formats of one DB).
-func (b *pebbleBackend) snapshotFull(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
-	snap := b.db.NewSnapshot()
-	defer snap.Close()
-	return b.writeFull(target, storage, snap, b.States())
-}
-
 // writeFull iterates a read view in key order, which is key-group order,
 // and writes the canonical full format; the bytes equal the memory
 // backend's for the same state.
