@@ -61,7 +61,15 @@ type Options struct {
 
 // core is the job and its cluster: the JobManager (scheduler, checkpoint
 // coordinator, failover, rescale), the TaskManagers, the external topic and
-// sink systems, and the current execution. Drivers serialize every call.
+// sink systems, and the current execution.
+//
+// Ownership, in one rule: core's fields belong to the JobManager, which is
+// one caller at a time — the Stepper's goroutine under Stepper.mu, or on
+// Live the JobManager loop, commands and snapshots under Live.mu — except
+// the restore figures a subtask reports from its own goroutine, which
+// restoreMu guards; everything else a subtask shares with the JobManager
+// passes through its control mailbox (subtask.ctlMu), the JobManager's
+// mailbox (Live.qmu) or atomics.
 type core struct {
 	spec    *JobSpec
 	opIndex map[string]int
