@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(command{name: "lessons", summary: "list the lessons, play them headlessly and check every step, or write your own (lessons list | check [slug…] | check --dir DIR | new SLUG)", run: runLessons})
+	register(command{name: "lessons", summary: "list the lessons, play them headlessly and check every step, or write your own (lessons list | check [slug…] | check --dir DIR | new SLUG | predicates)", run: runLessons})
 }
 
 func runLessons(ctx context.Context, args []string, io IO) int {
@@ -25,6 +25,7 @@ func runLessons(ctx context.Context, args []string, io IO) int {
 			fmt.Fprintln(io.Out, "       statelab lessons check [slug…]")
 			fmt.Fprintln(io.Out, "       statelab lessons check --dir DIR   (your own lessons: one lesson folder, or a folder of them)")
 			fmt.Fprintln(io.Out, "       statelab lessons new [--dir DIR] NN-words   (a new lesson folder that passes check as written)")
+			fmt.Fprintln(io.Out, "       statelab lessons predicates   (every check predicate, with an example: docs/predicates.md)")
 			return exitOK
 		}
 		code, _ := usageError(io, "statelab lessons", "say list, check or new (e.g. statelab lessons check 01-why-state)")
@@ -37,8 +38,19 @@ func runLessons(ctx context.Context, args []string, io IO) int {
 		return runLessonsCheck(ctx, args[1:], io)
 	case "new":
 		return runLessonsNew(args[1:], io)
+	case "predicates":
+		if len(args) > 1 {
+			code, _ := usageError(io, "statelab lessons predicates", "unexpected argument %q (it takes none)", args[1])
+			return code
+		}
+		c, code := loadLessons(io)
+		if c == nil {
+			return code
+		}
+		fmt.Fprint(io.Out, lessons.PredicateReference(c))
+		return exitOK
 	}
-	code, _ := usageError(io, "statelab lessons", "unknown subcommand %q (want list, check or new)", args[0])
+	code, _ := usageError(io, "statelab lessons", "unknown subcommand %q (want list, check, new or predicates)", args[0])
 	return code
 }
 

@@ -185,3 +185,14 @@ func TestServeWithInstructorLessons(t *testing.T) {
 	assert.Contains(t, errs, fmt.Sprintf("%s:%d: step type-a-line: check unknown predicate \"keyed-stat\"", scen, lineOf(t, scen, "keyed-stat:")))
 	assert.Contains(t, errs, "fix them ('statelab lessons check --dir")
 }
+
+// The predicate reference an instructor reads without the repository is the
+// file in docs/.
+func TestLessonsPredicatesIsTheDoc(t *testing.T) {
+	code, out, errs := run(t, "", "lessons", "predicates")
+	require.Equal(t, 0, code, errs)
+	doc, err := os.ReadFile("../../docs/predicates.md")
+	require.NoError(t, err)
+	assert.Equal(t, string(doc), out)
+	assert.Contains(t, out, "\n## keyed-state\n")
+}
