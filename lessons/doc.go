@@ -18,6 +18,17 @@
 // translation, a step without a check, an unknown predicate or command, or
 // arguments the protocol or the job would refuse.
 //
+// Instructors' lessons live outside the binary: LoadDir reads a folder of
+// them with the same lint (every Problem carries its file and line),
+// Catalog.With adds them to the course, Scaffold writes a new one that
+// passes as generated, and Lesson.RunStrict plays each acting step again
+// without its actions, failing a check that already holds before its step.
+// PredicateReference renders the predicate catalogue (docs/predicates.md).
+//
+// A step may predict (Prediction): a question asked before the action, whose
+// answer is computed with Flink's rules (package rescale), never written by
+// hand; View puts its card at the top of the step's BodyHTML.
+//
 // Contract for a viewer (the web) that runs a lesson on an engine:
 //
 //  1. Get the lesson from Default(). Start its engine with Lesson.Job("main")

@@ -67,6 +67,8 @@ type Step struct {
 	Within int
 	// Line is the step's line in scenario.yaml (1-based; 0 when unknown).
 	Line int
+	// Predict is the question the step asks before its action (nil: none).
+	Predict *Prediction
 	// Text is the step's words per language.
 	Text map[Lang]*StepText
 }
@@ -79,6 +81,12 @@ type StepText struct {
 	BodyHTML  string
 	Hint      string // Markdown
 	HintHTML  string
+	// Question and Why are the prediction's question and explanation
+	// (the > [!predict] and > [!why] blocks), when the step predicts.
+	Question     string
+	QuestionHTML string
+	Why          string
+	WhyHTML      string
 }
 
 // Action is one protocol command of a step, as the web protocol spells it:

@@ -238,6 +238,7 @@ type stepFile struct {
 	Actions []actionFile     `yaml:"actions"`
 	Check   []map[string]any `yaml:"check"`
 	Within  int              `yaml:"within"`
+	Predict *predictFile     `yaml:"predict"`
 }
 
 type actionFile struct {
@@ -336,6 +337,13 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		}
 		if st.Within < 1 || st.Within > maxWithin {
 			bad(sf, name, "within %d is not within 1..%d", st.Within, maxWithin)
+		}
+		if sfStep.Predict != nil {
+			p, err := newPrediction(sfStep.Predict, js)
+			if err != nil {
+				bad(sf, name, "%v", err)
+			}
+			st.Predict = p
 		}
 		for k, af := range sfStep.Actions {
 			bad := func(file, step, format string, a ...any) {
@@ -438,8 +446,17 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 			case strings.TrimSpace(s.hint) == "":
 				bad(file, st.ID, "line %d: the hint is empty", s.line)
 			}
-			st.Text[lang] = &StepText{Title: plainText(s.title), TitleHTML: renderInline(s.title), Body: s.body,
-				BodyHTML: RenderMarkdown(s.body), Hint: s.hint, HintHTML: RenderMarkdown(s.hint)}
+			body, question, nq := takeBlock(s.body, predictOpen)
+			body, why, nw := takeBlock(body, whyOpen)
+			switch {
+			case st.Predict == nil && nq+nw > 0:
+				bad(file, st.ID, "line %d: a > [!predict] or > [!why] block, but the scenario's step has no predict:", s.line)
+			case st.Predict != nil && (nq != 1 || nw != 1 || question == "" || why == ""):
+				bad(file, st.ID, "line %d: the step predicts, so its section needs one > [!predict] block (the question) and one > [!why] block (shown with the engine's answer)", s.line)
+			}
+			st.Text[lang] = &StepText{Title: plainText(s.title), TitleHTML: renderInline(s.title), Body: body,
+				BodyHTML: RenderMarkdown(body), Hint: s.hint, HintHTML: RenderMarkdown(s.hint),
+				Question: question, QuestionHTML: RenderMarkdown(question), Why: why, WhyHTML: RenderMarkdown(why)}
 		}
 		if len(order) == len(want) && !slices.Equal(order, want) {
 			bad(file, "", "the sections are in the order %s, the scenario's steps in the order %s",

@@ -41,6 +41,19 @@ type StepView struct {
 	// wordcount-at-least-once"): the learner's own control for the reset,
 	// beside "do it for me".
 	JobLabel string `json:"jobLabel,omitempty"`
+	// Predict is the step's prediction, when it has one. BodyHTML then
+	// begins with the prediction card (predictHTML), so a page that shows
+	// BodyHTML shows the card; lesson.js wires it.
+	Predict *PredictView `json:"predict,omitempty"`
+}
+
+// PredictView is a step's prediction: the choices, the engine's answer
+// (computed with Flink's rules), the question and the why.
+type PredictView struct {
+	Choices      []string `json:"choices"`
+	Answer       string   `json:"answer"`
+	QuestionHTML string   `json:"questionHtml"`
+	WhyHTML      string   `json:"whyHtml"`
 }
 
 // CommandView is an action as the client sends it: {"type":"command",
@@ -73,6 +86,10 @@ func (l *Lesson) View(lang Lang, c *Catalog) LessonView {
 		tx := st.Text[lang]
 		sv := StepView{ID: st.ID, Number: st.Index + 1, Anchor: StepAnchor(st.Index), Title: tx.Title, TitleHTML: tx.TitleHTML,
 			BodyHTML: tx.BodyHTML, HintHTML: tx.HintHTML, Actions: []CommandView{}, Checks: []string{}, Within: st.Within}
+		if st.Predict != nil {
+			sv.Predict = &PredictView{Choices: st.Predict.Choices, Answer: st.Predict.Answer, QuestionHTML: tx.QuestionHTML, WhyHTML: tx.WhyHTML}
+			sv.BodyHTML = predictHTML(lang, st.ID, st.Predict, tx.QuestionHTML, tx.WhyHTML) + sv.BodyHTML
+		}
 		for _, a := range st.Actions {
 			sv.Actions = append(sv.Actions, CommandView{Name: a.Name, Args: a.MarshalArgs(), ExpectRefused: a.ExpectRefused})
 			if a.Name == cmdReset {

@@ -48,7 +48,38 @@ function send(name, args) {
   return app.send(name, args);
 }
 
+// Predictions ("predict first"): a step may ask a question before its
+// action (a form.predict card the server renders at the top of the step).
+// The learner commits an answer, acts, and when the step is done sees the
+// engine's answer beside theirs, with the why. Never blocking: the step
+// ticks whatever was answered, and an unanswered card is revealed too.
+function wirePredictions() {
+  for (const f of document.querySelectorAll('form.predict')) {
+    f.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const v = new FormData(f).get('answer');
+      if (v === null) return;
+      f.dataset.given = String(v);
+      for (const x of f.querySelectorAll('input, button')) x.disabled = true;
+      f.querySelector('.predict-mine').textContent = String(v);
+      f.querySelector('.predict-committed').hidden = false;
+      render();
+    });
+  }
+}
+
+function renderPrediction(el, done) {
+  const f = el.querySelector('form.predict');
+  if (!f) return;
+  const given = f.dataset.given;
+  f.querySelector('.predict-result').hidden = !done;
+  f.querySelector('.predict-right').hidden = !done || given !== f.dataset.predict;
+  f.querySelector('.predict-wrong').hidden = !done || given === undefined || given === f.dataset.predict;
+  f.classList.toggle('revealed', done);
+}
+
 function wireButtons() {
+  wirePredictions();
   for (const b of document.querySelectorAll('.steps [data-do]')) {
     b.addEventListener('click', () => {
       const n = Number(b.dataset.do);
@@ -142,6 +173,7 @@ function render() {
     if (jobBtn) jobBtn.disabled = !current || m.doing;
     const replay = el.querySelector('[data-replay]');
     if (replay) replay.disabled = false;
+    renderPrediction(el, done.has(n));
     const err = el.querySelector('.step-error');
     if (err) {
       const show = current && Boolean(m.error);

@@ -1,0 +1,133 @@
+package lessons
+
+import (
+	"fmt"
+	"html"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/statelab/statelab/rescale"
+)
+
+// Prediction is a question a step asks before its action (issue 19, "predict
+// first"): the learner commits an answer in the lesson card, acts, and when
+// the step is done sees the engine's answer beside theirs, with the why.
+// It never blocks: the step ticks whatever the learner answered, or if they
+// did not answer at all.
+//
+// The answer is not written by hand: it is computed with Flink's own rules
+// (the rescale package, which the engine uses), from the job the step meets.
+type Prediction struct {
+	// Kind is the question: "key-owner" — which subtask of Operator owns
+	// Key at Parallelism (KeyGroupRangeAssignment.assignKeyToParallelOperator).
+	Kind        string
+	Operator    string
+	Key         string
+	Parallelism int
+	// Choices are what the learner picks from ("count#0", …); Answer is the
+	// right one.
+	Choices []string
+	Answer  string
+}
+
+// predictFile is a step's predict: as written in scenario.yaml.
+type predictFile struct {
+	Kind        string `yaml:"kind"`
+	Operator    string `yaml:"operator"`
+	Key         string `yaml:"key"`
+	Parallelism int    `yaml:"parallelism"`
+}
+
+// newPrediction checks pf against the job the step meets and computes the
+// answer.
+func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
+	switch pf.Kind {
+	case "key-owner":
+	default:
+		return nil, fmt.Errorf("predict: kind %q is unknown (the only kind is key-owner)", pf.Kind)
+	}
+	var maxP int
+	found := false
+	for _, o := range js.spec.Operators {
+		if o.ID == pf.Operator {
+			found = true
+			maxP = o.MaxParallelism
+			if maxP == 0 {
+				maxP = rescale.DefaultMaxParallelism(o.Parallelism)
+			}
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("predict: the job has no operator %q (operators: %s)", pf.Operator, js.operatorIDs())
+	}
+	if pf.Key == "" {
+		return nil, fmt.Errorf("predict: key-owner needs a key")
+	}
+	if pf.Parallelism < 1 || pf.Parallelism > maxP {
+		return nil, fmt.Errorf("predict: parallelism %d is not within 1..%d (the max parallelism of %s)", pf.Parallelism, maxP, pf.Operator)
+	}
+	p := &Prediction{Kind: pf.Kind, Operator: pf.Operator, Key: pf.Key, Parallelism: pf.Parallelism}
+	for i := 0; i < pf.Parallelism; i++ {
+		p.Choices = append(p.Choices, pf.Operator+"#"+strconv.Itoa(i))
+	}
+	kg := rescale.KeyGroupForString(pf.Key, maxP)
+	p.Answer = p.Choices[rescale.OperatorIndexForKeyGroup(maxP, pf.Parallelism, kg)]
+	return p, nil
+}
+
+var (
+	predictOpen = regexp.MustCompile(`^>\s*\[!predict\]\s*$`)
+	whyOpen     = regexp.MustCompile(`^>\s*\[!why\]\s*$`)
+)
+
+// takeBlock takes the block quotes opened by open ("> [!predict]") out of
+// text; it returns the rest, the blocks' Markdown and how many there were.
+func takeBlock(text string, open *regexp.Regexp) (rest, block string, n int) {
+	lines := strings.Split(text, "\n")
+	var out, b []string
+	for i := 0; i < len(lines); i++ {
+		if !open.MatchString(strings.TrimSpace(lines[i])) {
+			out = append(out, lines[i])
+			continue
+		}
+		n++
+		j := i + 1
+		for ; j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), ">"); j++ {
+			l := strings.TrimPrefix(strings.TrimSpace(lines[j]), ">")
+			b = append(b, strings.TrimPrefix(l, " "))
+		}
+		i = j - 1
+	}
+	return strings.TrimSpace(strings.Join(out, "\n")), strings.TrimSpace(strings.Join(b, "\n")), n
+}
+
+// predictLabels are the prediction card's words.
+var predictLabels = map[Lang]struct{ legend, commit, committed, yours, engine, right, wrong, none string }{
+	EN: {"Predict first", "Commit my answer", "Your answer is in. Now do the step.", "Your answer:", "The engine:", "Right.", "Not this time — here is why.", "(none)"},
+	ZH: {"先预测", "提交我的答案", "答案已提交。现在完成这一步。", "你的答案：", "引擎的结果：", "答对了。", "这次没猜中——原因如下。", "（未作答）"},
+}
+
+// predictHTML renders the prediction card of a step: the question, one
+// choice per answer, a commit button, and the result (the engine's answer
+// and the why), hidden until the step is done. lesson.js wires it.
+func predictHTML(lang Lang, stepID string, p *Prediction, questionHTML, whyHTML string) string {
+	lb, ok := predictLabels[lang]
+	if !ok {
+		lb = predictLabels[EN]
+	}
+	e := html.EscapeString
+	var b strings.Builder
+	fmt.Fprintf(&b, `<form class="predict" data-predict="%s" data-step-id="%s"><fieldset><legend>%s</legend>`, e(p.Answer), e(stepID), e(lb.legend))
+	fmt.Fprintf(&b, `<div class="predict-question">%s</div><p class="predict-choices">`, questionHTML)
+	for _, c := range p.Choices {
+		fmt.Fprintf(&b, `<label><input type="radio" name="answer" value="%s"> <code>%s</code></label> `, e(c), e(c))
+	}
+	fmt.Fprintf(&b, `</p><button type="submit" class="button predict-commit">%s</button>`, e(lb.commit))
+	fmt.Fprintf(&b, `<p class="predict-committed" hidden>%s</p></fieldset>`, e(lb.committed))
+	fmt.Fprintf(&b, `<div class="predict-result" hidden><p>%s <b class="predict-mine">%s</b> · %s <b class="predict-engine"><code>%s</code></b> `,
+		e(lb.yours), e(lb.none), e(lb.engine), e(p.Answer))
+	fmt.Fprintf(&b, `<span class="predict-right" hidden>%s</span><span class="predict-wrong" hidden>%s</span></p>`, e(lb.right), e(lb.wrong))
+	fmt.Fprintf(&b, `<div class="predict-why">%s</div></div></form>`, whyHTML)
+	return b.String()
+}

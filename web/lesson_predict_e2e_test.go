@@ -1,0 +1,56 @@
+package web
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/rescale"
+)
+
+// TestBrowserLessonPrediction: lesson 08's step 2 asks, before the rescale,
+// which subtask will own the article's key a after 2 → 3. The learner picks
+// an answer and commits it; the result stays hidden while they act; when
+// the step ticks the engine's answer shows beside theirs, with the why.
+func TestBrowserLessonPrediction(t *testing.T) {
+	b := newBrowser(t)
+	l, ok := course(t).Lesson("08-key-groups")
+	require.True(t, ok)
+	st := l.Steps[1]
+	require.NotNil(t, st.Predict, "step 2 predicts")
+	// Flink's rule, computed here from the rescale package: key group of a
+	// at max parallelism 10, and its owner at parallelism 3.
+	want := "count#" + string(rune('0'+rescale.OperatorIndexForKeyGroup(10, 3, rescale.KeyGroupForString("a", 10))))
+	wrong := "count#2" // the article's 97 % 10 = 7 rule
+	require.NotEqual(t, want, wrong)
+
+	b.run(chromedp.Navigate(b.url + "/lessons/" + l.Slug + "?lang=en#step-2"))
+	b.waitJS(30*time.Second, "the lesson's live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+	b.waitLesson(lessonTickWait, "step 2 is current", `m.step === 2`)
+	card := `.steps .step[data-step="2"] form.predict`
+	assert.True(t, eval[bool](b, `!!document.querySelector('`+card+`')`), "the prediction card is in step 2")
+	assert.Equal(t, 3, eval[int](b, `document.querySelectorAll('`+card+` input[type=radio]').length`), "one choice per subtask at p = 3")
+	assert.True(t, eval[bool](b, `document.querySelector('`+card+` .predict-result').hidden`), "the answer is hidden before the learner acts")
+
+	b.click(card + ` input[value="` + wrong + `"]`)
+	b.click(card + ` .predict-commit`)
+	b.waitJS(5*time.Second, "the answer committed", `!document.querySelector('`+card+` .predict-committed').hidden`)
+	assert.True(t, eval[bool](b, `document.querySelector('`+card+` .predict-commit').disabled`))
+	assert.True(t, eval[bool](b, `document.querySelector('`+card+` .predict-result').hidden`), "still hidden until the step is done")
+
+	b.waitJS(30*time.Second, "do it for me can be pressed", `!document.querySelector('.steps .step[data-step="2"] [data-do]').disabled`)
+	b.click(`.steps .step[data-step="2"] [data-do]`)
+	b.waitTick(2, st.ID)
+	b.waitJS(5*time.Second, "the engine's answer shown", `!document.querySelector('`+card+` .predict-result').hidden`)
+	assert.Equal(t, wrong, eval[string](b, `document.querySelector('`+card+` .predict-mine').textContent`))
+	assert.Equal(t, want, eval[string](b, `document.querySelector('`+card+` .predict-engine').textContent`))
+	assert.False(t, eval[bool](b, `document.querySelector('`+card+` .predict-wrong').hidden`), "a wrong answer is explained")
+	assert.True(t, eval[bool](b, `document.querySelector('`+card+` .predict-right').hidden`))
+	assert.Contains(t, eval[string](b, `document.querySelector('`+card+` .predict-why').innerText`), "murmurHash")
+	assert.True(t, eval[bool](b, `(() => { const r = document.querySelector('`+card+` .predict-result').getBoundingClientRect(); return r.width > 0 && r.height > 0; })()`), "the result is drawn")
+	b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + card + `').scrollIntoView({block: 'start', behavior: 'instant'})`))
+	b.view("lesson-08-prediction")
+}
