@@ -19,15 +19,22 @@ import (
 // The answer is not written by hand: it is computed with Flink's own rules
 // (the rescale package, which the engine uses), from the job the step meets.
 type Prediction struct {
-	// Kind is the question: "key-owner" — which subtask of Operator owns
-	// Key at Parallelism (KeyGroupRangeAssignment.assignKeyToParallelOperator).
+	// Kind is the question:
+	//   - "key-owner": which subtask of Operator owns Key at Parallelism
+	//     (KeyGroupRangeAssignment.assignKeyToParallelOperator); the learner
+	//     picks one of Choices;
+	//   - "key-groups-moved": how many of Operator's key groups change
+	//     subtask when it is rescaled From → To (StateAssignmentOperation's
+	//     ranges); the learner types a number from 0 to Max.
 	Kind        string
 	Operator    string
 	Key         string
 	Parallelism int
-	// Choices are what the learner picks from ("count#0", …); Answer is the
-	// right one.
+	From, To    int
+	// Choices are what the learner picks from ("count#0", …), nil when the
+	// answer is a number up to Max; Answer is the right one.
 	Choices []string
+	Max     int
 	Answer  string
 }
 
@@ -37,15 +44,17 @@ type predictFile struct {
 	Operator    string `yaml:"operator"`
 	Key         string `yaml:"key"`
 	Parallelism int    `yaml:"parallelism"`
+	From        int    `yaml:"from"`
+	To          int    `yaml:"to"`
 }
 
 // newPrediction checks pf against the job the step meets and computes the
 // answer.
 func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 	switch pf.Kind {
-	case "key-owner":
+	case "key-owner", "key-groups-moved":
 	default:
-		return nil, fmt.Errorf("predict: kind %q is unknown (the only kind is key-owner)", pf.Kind)
+		return nil, fmt.Errorf("predict: kind %q is unknown (known: key-owner, key-groups-moved)", pf.Kind)
 	}
 	var maxP int
 	found := false
@@ -60,6 +69,13 @@ func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 	}
 	if !found {
 		return nil, fmt.Errorf("predict: the job has no operator %q (operators: %s)", pf.Operator, js.operatorIDs())
+	}
+	if pf.Kind == "key-groups-moved" {
+		plan, err := rescale.NewPlan(maxP, pf.From, pf.To)
+		if err != nil {
+			return nil, fmt.Errorf("predict: key-groups-moved from %d to %d: %v", pf.From, pf.To, err)
+		}
+		return &Prediction{Kind: pf.Kind, Operator: pf.Operator, From: pf.From, To: pf.To, Max: maxP, Answer: strconv.Itoa(len(plan.Moved))}, nil
 	}
 	if pf.Key == "" {
 		return nil, fmt.Errorf("predict: key-owner needs a key")
@@ -103,9 +119,9 @@ func takeBlock(text string, open *regexp.Regexp) (rest, block string, n int) {
 }
 
 // predictLabels are the prediction card's words.
-var predictLabels = map[Lang]struct{ legend, commit, committed, yours, engine, right, wrong, none string }{
-	EN: {"Predict first", "Commit my answer", "Your answer is in. Now do the step.", "Your answer:", "The engine:", "Right.", "Not this time — here is why.", "(none)"},
-	ZH: {"先预测", "提交我的答案", "答案已提交。现在完成这一步。", "你的答案：", "引擎的结果：", "答对了。", "这次没猜中——原因如下。", "（未作答）"},
+var predictLabels = map[Lang]struct{ legend, commit, committed, yours, engine, right, wrong, none, number string }{
+	EN: {"Predict first", "Commit my answer", "Your answer is in. Now do the step.", "Your answer:", "The engine:", "Right.", "Not this time — here is why.", "(none)", "your answer"},
+	ZH: {"先预测", "提交我的答案", "答案已提交。现在完成这一步。", "你的答案：", "引擎的结果：", "答对了。", "这次没猜中——原因如下。", "（未作答）", "你的答案"},
 }
 
 // predictHTML renders the prediction card of a step: the question, one
@@ -122,6 +138,9 @@ func predictHTML(lang Lang, stepID string, p *Prediction, questionHTML, whyHTML 
 	fmt.Fprintf(&b, `<div class="predict-question">%s</div><p class="predict-choices">`, questionHTML)
 	for _, c := range p.Choices {
 		fmt.Fprintf(&b, `<label><input type="radio" name="answer" value="%s"> <code>%s</code></label> `, e(c), e(c))
+	}
+	if p.Choices == nil {
+		fmt.Fprintf(&b, `<label><input type="number" name="answer" min="0" max="%d" step="1" inputmode="numeric" required> %s</label>`, p.Max, e(lb.number))
 	}
 	fmt.Fprintf(&b, `</p><button type="submit" class="button predict-commit">%s</button>`, e(lb.commit))
 	fmt.Fprintf(&b, `<p class="predict-committed" hidden>%s</p></fieldset>`, e(lb.committed))

@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,6 +41,43 @@ func TestPredictionAnswerIsFlinks(t *testing.T) {
 		assert.Equal(t, tc.want, p.Answer, "%s at p=%d", tc.key, tc.p)
 		assert.Len(t, p.Choices, tc.p)
 	}
+}
+
+// The moved key groups are counted against an independent walk of Flink's
+// ranges (KeyGroupRangeAssignment: range i starts at ceil(i*max/p)), not
+// read back from rescale's plan.
+func TestPredictionKeyGroupsMoved(t *testing.T) {
+	owner := func(maxP, p, g int) int {
+		for i := p - 1; i >= 0; i-- {
+			if g >= (i*maxP+p-1)/p {
+				return i
+			}
+		}
+		return 0
+	}
+	for _, tc := range []struct{ maxP, from, to int }{{10, 2, 3}, {128, 2, 3}, {128, 2, 4}, {10, 3, 2}} {
+		want := 0
+		for g := 0; g < tc.maxP; g++ {
+			if owner(tc.maxP, tc.from, g) != owner(tc.maxP, tc.to, g) {
+				want++
+			}
+		}
+		js := &jobState{spec: mustJob(t)}
+		js.spec.Operators[2].MaxParallelism = tc.maxP
+		p, err := newPrediction(&predictFile{Kind: "key-groups-moved", Operator: "count", From: tc.from, To: tc.to}, js)
+		require.NoError(t, err)
+		assert.Equal(t, strconv.Itoa(want), p.Answer, "%+v", tc)
+		assert.Nil(t, p.Choices)
+		assert.Equal(t, tc.maxP, p.Max)
+	}
+	// Lesson 08's figures, which its checks have the engine confirm.
+	js := &jobState{spec: mustJob(t)}
+	js.spec.Operators[2].MaxParallelism = 10
+	p, err := newPrediction(&predictFile{Kind: "key-groups-moved", Operator: "count", From: 2, To: 3}, js)
+	require.NoError(t, err)
+	assert.Equal(t, "4", p.Answer)
+	html := predictHTML(EN, "s", p, "Q", "W")
+	assert.Contains(t, html, `<input type="number" name="answer" min="0" max="10"`)
 }
 
 func mustJob(t *testing.T) *engine.JobSpec {

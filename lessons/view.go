@@ -50,7 +50,8 @@ type StepView struct {
 // PredictView is a step's prediction: the choices, the engine's answer
 // (computed with Flink's rules), the question and the why.
 type PredictView struct {
-	Choices      []string `json:"choices"`
+	Choices      []string `json:"choices,omitempty"` // nil: a number from 0 to Max
+	Max          int      `json:"max,omitempty"`
 	Answer       string   `json:"answer"`
 	QuestionHTML string   `json:"questionHtml"`
 	WhyHTML      string   `json:"whyHtml"`
@@ -87,7 +88,7 @@ func (l *Lesson) View(lang Lang, c *Catalog) LessonView {
 		sv := StepView{ID: st.ID, Number: st.Index + 1, Anchor: StepAnchor(st.Index), Title: tx.Title, TitleHTML: tx.TitleHTML,
 			BodyHTML: tx.BodyHTML, HintHTML: tx.HintHTML, Actions: []CommandView{}, Checks: []string{}, Within: st.Within}
 		if st.Predict != nil {
-			sv.Predict = &PredictView{Choices: st.Predict.Choices, Answer: st.Predict.Answer, QuestionHTML: tx.QuestionHTML, WhyHTML: tx.WhyHTML}
+			sv.Predict = &PredictView{Choices: st.Predict.Choices, Max: st.Predict.Max, Answer: st.Predict.Answer, QuestionHTML: tx.QuestionHTML, WhyHTML: tx.WhyHTML}
 			sv.BodyHTML = predictHTML(lang, st.ID, st.Predict, tx.QuestionHTML, tx.WhyHTML) + sv.BodyHTML
 		}
 		for _, a := range st.Actions {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,4 +54,29 @@ func TestBrowserLessonPrediction(t *testing.T) {
 	assert.True(t, eval[bool](b, `(() => { const r = document.querySelector('`+card+` .predict-result').getBoundingClientRect(); return r.width > 0 && r.height > 0; })()`), "the result is drawn")
 	b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + card + `').scrollIntoView({block: 'start', behavior: 'instant'})`))
 	b.view("lesson-08-prediction")
+
+	// Step 4 asks for a number: how many of 128 key groups move at 2 -> 3.
+	// Typed right (counted here from Flink's ranges), it is confirmed.
+	moved := 0
+	for g := 0; g < 128; g++ {
+		if rescale.OperatorIndexForKeyGroup(128, 2, g) != rescale.OperatorIndexForKeyGroup(128, 3, g) {
+			moved++
+		}
+	}
+	b.waitLesson(lessonTickWait, "step 3 is current", `m.step === 3`)
+	b.waitJS(30*time.Second, "step 3's do it for me", `!document.querySelector('.steps .step[data-step="3"] [data-do]').disabled`)
+	b.click(`.steps .step[data-step="3"] [data-do]`)
+	b.waitTick(3, l.Steps[2].ID)
+	b.waitLesson(lessonTickWait, "step 4 is current", `m.step === 4`)
+	card4 := `.steps .step[data-step="4"] form.predict`
+	b.run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector('%s input[type=number]').value = '%d'`, card4, moved)))
+	b.click(card4 + ` .predict-commit`)
+	b.waitJS(5*time.Second, "the number committed", `!document.querySelector('`+card4+` .predict-committed').hidden`)
+	b.waitJS(30*time.Second, "step 4's do it for me", `!document.querySelector('.steps .step[data-step="4"] [data-do]').disabled`)
+	b.click(`.steps .step[data-step="4"] [data-do]`)
+	b.waitTick(4, l.Steps[3].ID)
+	b.waitJS(5*time.Second, "the engine's number shown", `!document.querySelector('`+card4+` .predict-result').hidden`)
+	assert.Equal(t, fmt.Sprint(moved), eval[string](b, `document.querySelector('`+card4+` .predict-engine').textContent`))
+	assert.False(t, eval[bool](b, `document.querySelector('`+card4+` .predict-right').hidden`), "a right answer is confirmed")
+	assert.True(t, eval[bool](b, `document.querySelector('`+card4+` .predict-wrong').hidden`))
 }

@@ -57,8 +57,9 @@ function wirePredictions() {
   for (const f of document.querySelectorAll('form.predict')) {
     f.addEventListener('submit', (e) => {
       e.preventDefault();
-      const v = new FormData(f).get('answer');
-      if (v === null) return;
+      let v = new FormData(f).get('answer');
+      if (v === null || v === '') return;
+      if (f.querySelector('input[type=number]')) v = String(Number(v)); // 063 is 63
       f.dataset.given = String(v);
       for (const x of f.querySelectorAll('input, button')) x.disabled = true;
       f.querySelector('.predict-mine').textContent = String(v);
