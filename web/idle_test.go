@@ -25,7 +25,9 @@ func TestUnwatchedSessionPausesAndResumes(t *testing.T) {
 	eventually(t, 20*time.Second, func() bool { return s.Snapshot().Step > 50 }, "the run plays")
 	require.NoError(t, c.Close())
 
-	eventually(t, 20*time.Second, func() bool { return s.Snapshot().Paused }, "the unwatched run paused")
+	// Look now and then: a snapshot every few milliseconds would be a
+	// viewer of its own, and under -race it starves the run's pause.
+	waitFor(t, func() bool { return s.Snapshot().Paused }, "the unwatched run paused")
 	at := s.Snapshot().Step
 	time.Sleep(500 * time.Millisecond)
 	assert.Equal(t, at, s.Snapshot().Step, "a paused run takes no steps")
@@ -34,7 +36,7 @@ func TestUnwatchedSessionPausesAndResumes(t *testing.T) {
 
 	c2 := ts.dial("session="+id, nil)
 	readUntil(t, c2, "snapshot", "")
-	eventually(t, 20*time.Second, func() bool { return !s.Snapshot().Paused && s.Snapshot().Step > at }, "the run plays on for its returning viewer")
+	waitFor(t, func() bool { return !s.Snapshot().Paused && s.Snapshot().Step > at }, "the run plays on for its returning viewer")
 
 	// Paused by its viewer: it stays paused after the viewer leaves and returns.
 	send(t, c2, `{"type":"command","id":"p","name":"pause"}`)
@@ -45,4 +47,14 @@ func TestUnwatchedSessionPausesAndResumes(t *testing.T) {
 	readUntil(t, c3, "snapshot", "")
 	time.Sleep(300 * time.Millisecond)
 	assert.True(t, s.Snapshot().Paused, "the viewer's own pause is kept")
+}
+
+// waitFor polls cond every 200 ms for up to a minute.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after a minute waiting for %s", what)
+		}
+	}
 }
