@@ -344,8 +344,13 @@ func (l *Live) stopTask(t *subtask) {
 }
 
 // startTask runs a new attempt of one subtask in the current execution.
+// Its wake channel is the previous attempt's (restartRegion copies it before
+// the other subtasks can see the new one); only a subtask without one gets
+// a new channel here.
 func (l *Live) startTask(t *subtask) {
-	t.wakeC = make(chan struct{}, 1)
+	if t.wakeC == nil {
+		t.wakeC = make(chan struct{}, 1)
+	}
 	if l.exCtx != nil {
 		l.goTask(l.exCtx, t)
 	}

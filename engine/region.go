@@ -196,6 +196,10 @@ func (c *core) restartRegion(epoch int) {
 		nt := newSubtask(c, ex, old.op, old.index)
 		nt.tm, nt.slot = old.tm, old.slot
 		nt.incarnation = old.incarnation + 1
+		// The Live driver's wake channel, set before running subtasks can
+		// reach nt through a channel (they wake it), so startTask need not
+		// write it while they run.
+		nt.wakeC = old.wakeC
 		nt.inputs, nt.inputEdge = old.inputs, old.inputEdge
 		for _, oe := range old.outs {
 			noe := &outEdge{edge: oe.edge, part: oe.part, down: oe.down, chans: oe.chans, rr: oe.rr, pending: make([]*batch, len(oe.chans))}
