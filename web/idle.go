@@ -59,6 +59,11 @@ func (s *Session) pauseUnwatched(now time.Time, grace time.Duration) bool {
 		s.srv.log.Warn("pause an unwatched session", "session", s.ID, "err", err)
 		return false
 	}
+	if !eng.Snapshot().Paused {
+		// A play that was just starting can undo the pause; the next
+		// tick of the reaper tries again.
+		return false
+	}
 	s.idlePaused.Store(true)
 	if r, ok := eng.(cacheReleaser); ok {
 		r.ReleaseCaches()

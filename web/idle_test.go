@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,7 +28,9 @@ func TestUnwatchedSessionPausesAndResumes(t *testing.T) {
 
 	// Look now and then: a snapshot every few milliseconds would be a
 	// viewer of its own, and under -race it starves the run's pause.
-	waitFor(t, func() bool { return s.Snapshot().Paused }, "the unwatched run paused")
+	waitFor(t, func() bool { return s.Snapshot().Paused }, "the unwatched run paused", func() string {
+		return fmt.Sprintf("viewers %d, paused for nobody %v, last activity %s ago", s.Viewers(), s.idlePaused.Load(), time.Since(time.Unix(0, s.active.Load())).Round(time.Millisecond))
+	})
 	at := s.Snapshot().Step
 	time.Sleep(500 * time.Millisecond)
 	assert.Equal(t, at, s.Snapshot().Step, "a paused run takes no steps")
@@ -36,7 +39,7 @@ func TestUnwatchedSessionPausesAndResumes(t *testing.T) {
 
 	c2 := ts.dial("session="+id, nil)
 	readUntil(t, c2, "snapshot", "")
-	waitFor(t, func() bool { return !s.Snapshot().Paused && s.Snapshot().Step > at }, "the run plays on for its returning viewer")
+	waitFor(t, func() bool { return !s.Snapshot().Paused && s.Snapshot().Step > at }, "the run plays on for its returning viewer", nil)
 
 	// Paused by its viewer: it stays paused after the viewer leaves and returns.
 	send(t, c2, `{"type":"command","id":"p","name":"pause"}`)
@@ -49,12 +52,17 @@ func TestUnwatchedSessionPausesAndResumes(t *testing.T) {
 	assert.True(t, s.Snapshot().Paused, "the viewer's own pause is kept")
 }
 
-// waitFor polls cond every 200 ms for up to a minute.
-func waitFor(t *testing.T, cond func() bool, what string) {
+// waitFor polls cond every 200 ms for up to a minute; state, if given,
+// says what was seen when it gives up.
+func waitFor(t *testing.T, cond func() bool, what string, state func() string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after a minute waiting for %s", what)
+			seen := ""
+			if state != nil {
+				seen = " (" + state() + ")"
+			}
+			t.Fatalf("timed out after a minute waiting for %s%s", what, seen)
 		}
 	}
 }
