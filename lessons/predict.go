@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/rescale"
 )
 
@@ -25,12 +26,17 @@ type Prediction struct {
 	//     picks one of Choices;
 	//   - "key-groups-moved": how many of Operator's key groups change
 	//     subtask when it is rescaled From → To (StateAssignmentOperation's
-	//     ranges); the learner types a number from 0 to Max.
+	//     ranges); the learner types a number from 0 to Max;
+	//   - "offsets-split": how many of source Operator's partition offsets
+	//     (one list-state element per partition) subtask Subtask restores
+	//     at Parallelism (RoundRobinOperatorStateRepartitioner,
+	//     SPLIT_DISTRIBUTE); a number from 0 to Max, the partitions.
 	Kind        string
 	Operator    string
 	Key         string
 	Parallelism int
 	From, To    int
+	Subtask     int
 	// Choices are what the learner picks from ("count#0", …), nil when the
 	// answer is a number up to Max; Answer is the right one.
 	Choices []string
@@ -46,6 +52,7 @@ type predictFile struct {
 	Parallelism int    `yaml:"parallelism"`
 	From        int    `yaml:"from"`
 	To          int    `yaml:"to"`
+	Subtask     int    `yaml:"subtask"`
 }
 
 // newPrediction checks pf against the job the step meets and computes the
@@ -53,8 +60,10 @@ type predictFile struct {
 func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 	switch pf.Kind {
 	case "key-owner", "key-groups-moved":
+	case "offsets-split":
+		return offsetsSplit(pf, js)
 	default:
-		return nil, fmt.Errorf("predict: kind %q is unknown (known: key-owner, key-groups-moved)", pf.Kind)
+		return nil, fmt.Errorf("predict: kind %q is unknown (known: key-owner, key-groups-moved, offsets-split)", pf.Kind)
 	}
 	var maxP int
 	found := false
@@ -149,4 +158,37 @@ func predictHTML(lang Lang, stepID string, p *Prediction, questionHTML, whyHTML 
 	fmt.Fprintf(&b, `<span class="predict-right" hidden>%s</span><span class="predict-wrong" hidden>%s</span></p>`, e(lb.right), e(lb.wrong))
 	fmt.Fprintf(&b, `<div class="predict-why">%s</div></div></form>`, whyHTML)
 	return b.String()
+}
+
+// offsetsSplit answers "offsets-split": the source's offsets list state, one
+// element per partition, repartitioned with Flink's round-robin rule.
+func offsetsSplit(pf *predictFile, js *jobState) (*Prediction, error) {
+	var parts int
+	found := false
+	for _, o := range js.spec.Operators {
+		if o.ID == pf.Operator && o.Kind == engine.KindSource {
+			found = true
+			parts = o.Parallelism // the engine's default: one partition per subtask
+			if n, err := argInt(o.Options, "partitions"); err == nil && o.Options["partitions"] != nil {
+				parts = n
+			}
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("predict: offsets-split needs a source; the job has no source %q (operators: %s)", pf.Operator, js.operatorIDs())
+	}
+	if pf.Parallelism < 1 || pf.Subtask < 0 || pf.Subtask >= pf.Parallelism {
+		return nil, fmt.Errorf("predict: offsets-split: subtask %d of parallelism %d does not exist", pf.Subtask, pf.Parallelism)
+	}
+	elems := make([]int, parts)
+	for i := range elems {
+		elems[i] = i
+	}
+	old := []rescale.SubtaskState[int]{{{Name: "offsets", Mode: rescale.SplitDistribute, Elements: elems}}}
+	got, err := rescale.Repartition(old, pf.Parallelism)
+	if err != nil {
+		return nil, fmt.Errorf("predict: offsets-split: %v", err)
+	}
+	return &Prediction{Kind: pf.Kind, Operator: pf.Operator, Parallelism: pf.Parallelism, Subtask: pf.Subtask, Max: parts,
+		Answer: strconv.Itoa(len(got[pf.Subtask]["offsets"]))}, nil
 }

@@ -144,3 +144,24 @@ func TestPredictionLint(t *testing.T) {
 		})
 	}
 }
+
+// Five offsets over two subtasks: 3 and 2 (Flink's SPLIT_DISTRIBUTE, the
+// split lesson 06's source-partitions check has the engine confirm); over
+// three, 2, 2 and 1.
+func TestPredictionOffsetsSplit(t *testing.T) {
+	js := &jobState{spec: mustJob(t)}
+	js.spec.Operators[0].Options["partitions"] = 5
+	for _, tc := range []struct {
+		p, subtask int
+		want       string
+	}{{2, 0, "3"}, {2, 1, "2"}, {3, 0, "2"}, {3, 2, "1"}} {
+		p, err := newPrediction(&predictFile{Kind: "offsets-split", Operator: "source", Parallelism: tc.p, Subtask: tc.subtask}, js)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, p.Answer, "%+v", tc)
+		assert.Equal(t, 5, p.Max)
+	}
+	_, err := newPrediction(&predictFile{Kind: "offsets-split", Operator: "count", Parallelism: 2}, js)
+	require.ErrorContains(t, err, "offsets-split needs a source")
+	_, err = newPrediction(&predictFile{Kind: "offsets-split", Operator: "source", Parallelism: 2, Subtask: 2}, js)
+	require.ErrorContains(t, err, "subtask 2 of parallelism 2 does not exist")
+}
