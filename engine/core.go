@@ -386,7 +386,7 @@ func (c *core) tryAllocate() {
 		t.tm, t.slot = s.tm, s.idx
 		t.verbose = c.verbose
 		t.setStatus(TaskDeploying)
-		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: t.pendingRestore, seq: c.nextSeq()})
+		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: t.pendingRestore, seq: c.nextSeq(), localDir: t.tm.localDir})
 		t.pendingRestore = nil
 	}
 	ex.started = true

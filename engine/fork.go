@@ -277,6 +277,12 @@ func forkCore(c *core, opts Options) (_ *forked, err error) {
 			// A state-inspector question of the original's viewer has
 			// nobody to answer in the copy.
 			t.ctl = slices.DeleteFunc(t.ctl, func(m control) bool { return m.kind == ctlInspect })
+			// A deployment in flight opens its state on the copy's disk.
+			for i := range t.ctl {
+				if t.ctl[i].localDir != "" {
+					t.ctl[i].localDir = rebase(t.ctl[i].localDir)
+				}
+			}
 		}
 	}
 	return &forked{c: nc, cp: cp}, nil

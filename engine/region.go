@@ -245,7 +245,7 @@ func (c *core) restartRegion(epoch int) {
 		t.verbose = c.verbose
 		t.setStatus(TaskScheduled)
 		t.setStatus(TaskDeploying)
-		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: specs[t], seq: c.nextSeq()})
+		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: specs[t], seq: c.nextSeq(), localDir: t.tm.localDir})
 		c.drv.startTask(t)
 	}
 }

@@ -45,6 +45,11 @@ type control struct {
 	restore *restoreSpec
 	reply   chan TaskStateView
 	seq     int64
+	// localDir (ctlDeploy, ctlInit) is the TaskManager's local disk when
+	// the JobManager deployed the subtask: the subtask's goroutine must not
+	// read it from the TaskManager, which a restart-taskmanager changes on
+	// the JobManager's side meanwhile.
+	localDir string
 }
 
 // jmKind is a message from a subtask to the JobManager.
@@ -645,12 +650,12 @@ func (t *subtask) handleControl(m control) error {
 			return nil
 		}
 		t.setStatus(TaskInitializing)
-		t.sendCtl(control{kind: ctlInit, attempt: m.attempt, restore: m.restore, seq: t.c.nextSeq()})
+		t.sendCtl(control{kind: ctlInit, attempt: m.attempt, restore: m.restore, seq: t.c.nextSeq(), localDir: m.localDir})
 	case ctlInit:
 		if t.getStatus() != TaskInitializing {
 			return nil
 		}
-		if err := t.open(m.restore); err != nil {
+		if err := t.open(m.restore, m.localDir); err != nil {
 			return fmt.Errorf("restore %s: %w", t.name, err)
 		}
 		t.setStatus(TaskRunning)
@@ -706,7 +711,7 @@ func (t *subtask) handleControl(m control) error {
 // --- lifecycle -----------------------------------------------------------
 
 // open creates the operator and its state, restoring from r if given.
-func (t *subtask) open(r *restoreSpec) error {
+func (t *subtask) open(r *restoreSpec, tmDir string) error {
 	eo := t.op
 	t.figures.Store(nil) // figures of an earlier attempt no longer hold
 	t.fn = newOperatorLogic(t)
@@ -727,7 +732,7 @@ func (t *subtask) open(r *restoreSpec) error {
 		if cfg.Kind == state.Pebble {
 			// An operator id is user input: its directory name is made
 			// safe, so "../x" cannot leave the TaskManager's local disk.
-			t.localDir = filepath.Join(t.tm.localDir, fmt.Sprintf("attempt-%d", t.ex.attempt),
+			t.localDir = filepath.Join(tmDir, fmt.Sprintf("attempt-%d", t.ex.attempt),
 				taskName(state.SafeDirName(eo.spec.ID), t.index))
 			if t.incarnation > 0 {
 				t.localDir += fmt.Sprintf(".%d", t.incarnation)
