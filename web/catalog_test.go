@@ -70,7 +70,7 @@ func TestCommandCatalogue(t *testing.T) {
 					valid[a.Name] = protoSample(a)
 				}
 			}
-			parsed, def, pe := parseArgs(t, cmd.Name, valid)
+			_, def, pe := parseArgs(t, cmd.Name, valid)
 			require.Nil(t, pe, "%s %v", cmd.Name, valid)
 			assert.Equal(t, !cmd.Follower, def.control, "%s: a follower may send it: %v", cmd.Name, cmd.Follower)
 
@@ -144,7 +144,7 @@ func TestCommandCatalogue(t *testing.T) {
 					most[a.Name] = strings.Repeat("字", a.MaxRunes)
 				}
 			}
-			parsed, _, pe = parseArgs(t, cmd.Name, most)
+			parsed, _, pe := parseArgs(t, cmd.Name, most)
 			require.Nil(t, pe, "%s %v", cmd.Name, most)
 			sc := Scenario{Step: 10, Commands: []engine.LoggedCommand{{Step: 5, Command: engineCommand(parsed)}}}
 			if cmd.Recorded {
