@@ -52,6 +52,9 @@ type Sizes struct {
 	// ReplaySteps are the share-link replay lengths of the sessions group
 	// (empty: 50k to 400k, or 40k to 320k when Quick).
 	ReplaySteps []int64
+	// ClassroomForks is the classroom measured by the sessions group
+	// (0: ClassroomForks, the issue's class of 64).
+	ClassroomForks int
 }
 
 // FullSizes are the sizes of a full run (issue 8's sizes).

@@ -98,12 +98,16 @@ func (r *runner) sessions(ctx context.Context) error {
 		Value: heap, Baseline: "target 4 MiB", BaselineValue: IdleHeapTarget, Target: AtMost(1),
 		Details: map[string]float64{"sandboxes": idleSandboxesMeasured}})
 
-	rss, live, err := f.ClassroomRSS(ctx, ClassroomForks)
+	forks := ClassroomForks
+	if r.cfg.Sizes != nil && r.cfg.Sizes.ClassroomForks > 0 {
+		forks = r.cfg.Sizes.ClassroomForks
+	}
+	rss, live, err := f.ClassroomRSS(ctx, forks)
 	if err != nil {
 		return fmt.Errorf("classroom forks: %w", err)
 	}
-	r.add(Case{Group: GroupSessions, Name: fmt.Sprintf("process RSS, classroom of %d forks", ClassroomForks), Metric: MetricBytes,
+	r.add(Case{Group: GroupSessions, Name: fmt.Sprintf("process RSS, classroom of %d forks", forks), Metric: MetricBytes,
 		Value: rss, Baseline: "target 512 MiB", BaselineValue: ClassroomRSSTarget, Target: AtMost(1),
-		Details: map[string]float64{"forks": ClassroomForks, "liveHeapBytes": live}})
+		Details: map[string]float64{"forks": float64(forks), "liveHeapBytes": live}})
 	return nil
 }

@@ -45,7 +45,7 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 func TestBenchQuickOnTinySizes(t *testing.T) {
 	benchSizes = &bench.Sizes{WordCountRecords: 2_000, WordCountKeys: 100, Parallelisms: []int{1},
 		ValueStateRecords: 2_000, PebbleRecords: 500, StateSizes: []int{200, 2_000}, CheckpointRounds: 2,
-		Viewers: []int{2}, Events: 50}
+		Viewers: []int{2}, Events: 50, ReplaySteps: []int64{1_000, 2_000}, ClassroomForks: 2}
 	t.Cleanup(func() { benchSizes = nil })
 
 	peers := bench.PeersReport{Schema: 1, Systems: []bench.PeerRun{
