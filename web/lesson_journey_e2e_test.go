@@ -45,17 +45,23 @@ func typeLine(text string) learnerAct {
 	}
 }
 
+// crashSubtask clicks the subtask's box until the engine counts the crash:
+// a click that lands while the graph redraws hits a box that is gone, and
+// a person clicks again.
 func crashSubtask(task string) learnerAct {
 	return func(j *journey) {
 		j.ready("crashing " + task)
-		j.clickLive(fmt.Sprintf(`.box-button[data-task="%s"]`, task))
+		before := eval[int](j.browserEnv, jsSnap+`.counters.crashes`)
+		j.clickUntil(fmt.Sprintf(`.box-button[data-task="%s"]`, task), "crashed "+task,
+			fmt.Sprintf(`%s.counters.crashes > %d`, jsSnap, before))
 	}
 }
 
 func crashTaskManager(tm string) learnerAct {
 	return func(j *journey) {
 		j.ready("crashing " + tm)
-		j.clickLive(fmt.Sprintf(`button[data-focus="tm:%s"]`, tm))
+		j.clickUntil(fmt.Sprintf(`button[data-focus="tm:%s"]`, tm), "lost "+tm,
+			fmt.Sprintf(`%s.taskManagers.some(m => m.id === %q && m.status === 'LOST')`, jsSnap, tm))
 	}
 }
 
