@@ -217,7 +217,6 @@ func parseRestore(raw json.RawMessage, c *Command) *protoError {
 
 func init() {
 	commands[CmdRestore] = commandDef{parse: parseRestore}
-	engineCommandNames[engine.CmdRestore] = true
 	Templates = append(Templates, etlTemplate)
 }
 
