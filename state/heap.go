@@ -588,3 +588,35 @@ func restoreHeapBackend(cfg KeyedBackendConfig, storage CheckpointStorage, handl
 	b.metrics.RestoreBytesRead = read
 	return b, nil
 }
+
+// scanState visits every entry of state id, key group by key group, in
+// snapshot order.
+func (b *heapBackend) scanState(id stateID, fn func(kg int, key, userKey, value []byte) error) error {
+	if b.closed {
+		return ErrClosed
+	}
+	for i := range b.kgs {
+		t := b.tableAt(i, id, false)
+		if t == nil {
+			continue
+		}
+		g := b.cfg.KeyGroupRange.Start + i
+		if t.maps != nil {
+			for _, k := range t.orderedKeys() {
+				m := t.maps[k]
+				for _, uk := range slices.Sorted(maps.Keys(m)) {
+					if err := fn(g, stringBytes(k), stringBytes(uk), m[uk]); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		for _, k := range t.orderedKeys() {
+			if err := fn(g, stringBytes(k), nil, t.values[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
