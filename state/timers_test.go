@@ -15,10 +15,8 @@ import (
 // timerKinds is memory, fs and pebble: fs is the memory backend's table
 // paired with filesystem checkpoint storage, so it runs too.
 func timerKinds() []BackendKind {
-	if PebbleAvailable {
-		return []BackendKind{Memory, FS, Pebble}
-	}
-	return []BackendKind{Memory, FS}
+	kinds := []BackendKind{FS}
+	return append(kinds, backendKinds...)
 }
 
 // refTimer is the reference model: a set of (domain, ts, key, ns).
