@@ -1,3 +1,5 @@
+//go:build !js
+
 package state
 
 // Benchmarks of the state backends, each beside a bare baseline measured in

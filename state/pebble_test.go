@@ -1,3 +1,5 @@
+//go:build !js
+
 package state
 
 import (
@@ -114,15 +116,6 @@ func TestPebbleSurvivesLostLocalDirectory(t *testing.T) {
 	assert.ErrorIs(t, b.SetCurrentKey([]byte("k"), 1), ErrClosed)
 	assert.Error(t, RemoveLocalDir("/"))
 	assert.Error(t, RemoveLocalDir(""))
-}
-
-func changeKeys(t *testing.T, b KeyedBackend, from, to int, v int64) {
-	t.Helper()
-	cnt, _ := Value(b, "count", Int64Codec)
-	for i := from; i < to; i++ {
-		setKey(t, b, fmt.Sprintf("k%d", i))
-		require.NoError(t, cnt.Update(v))
-	}
 }
 
 func TestPebbleIncrementalUploadsOnlyNewFiles(t *testing.T) {

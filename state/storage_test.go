@@ -277,6 +277,7 @@ func TestRestoreReadsOnlyItsKeyGroups(t *testing.T) {
 // TestFullSnapshotsAreTheSameBytes: both backends write the canonical format
 // in the same order, so the same state gives the same file.
 func TestFullSnapshotsAreTheSameBytes(t *testing.T) {
+	skipWithoutPebble(t)
 	s := newTestStorage(t, FileSystemStorage)
 	var refs []FileRef
 	for _, kind := range backendKinds {
