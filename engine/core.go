@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +39,8 @@ type driver interface {
 	wake(t *subtask)
 	// after fires tm in the JobManager's context d from now.
 	after(d time.Duration, tm timer)
+	// cancelTimer removes pending timers equal to tm (none: nothing happens).
+	cancelTimer(tm timer)
 	// sendJM delivers a subtask's message to the JobManager.
 	sendJM(m jmMsg)
 	// stopTask stops one subtask (a region failover) and returns when it
@@ -332,7 +333,10 @@ func (c *core) deploy() {
 		return
 	}
 	c.restoreOverride = 0
-	c.abortDanglingTransactions(meta, nil)
+	if err := c.abortDanglingTransactions(meta, nil); err != nil {
+		c.restoreFailed(err)
+		return
+	}
 	for _, t := range ex.tasks {
 		t.setStatus(TaskScheduled)
 	}
@@ -483,38 +487,36 @@ func rescalePlanMessage(info *RescaleInfo) string {
 
 // abortDanglingTransactions aborts the sink transactions of the failed
 // attempt that the restored checkpoint does not carry.
-func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata, only map[string]bool) {
+// Pending transactions that do not decode fail the restore
+// (ErrCorruptCheckpoint) before anything is aborted.
+func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata, only map[string]bool) error {
+	keep := map[string]map[string]bool{}
+	for _, o := range c.spec.Operators {
+		if c.sinks[o.ID] == nil {
+			continue
+		}
+		keep[o.ID] = map[string]bool{}
+		if meta == nil {
+			continue
+		}
+		if os := meta.Operator(o.ID); os != nil {
+			err := decodeElements(meta, os, "pending-transactions", func(p pendingTxn) { keep[o.ID][p.ID] = true })
+			if err != nil {
+				return err
+			}
+		}
+	}
 	for _, o := range c.spec.Operators {
 		store := c.sinks[o.ID]
 		if store == nil {
 			continue
 		}
-		keep := map[string]bool{}
-		if meta != nil {
-			if os := meta.Operator(o.ID); os != nil {
-				for _, st := range os.Subtasks {
-					if st.Operator == nil {
-						continue
-					}
-					for _, ns := range st.Operator.States {
-						if ns.Name != "pending-transactions" {
-							continue
-						}
-						for _, e := range ns.Elements {
-							var p pendingTxn
-							if json.Unmarshal(e, &p) == nil {
-								keep[p.ID] = true
-							}
-						}
-					}
-				}
-			}
-		}
-		for _, e := range store.abortAfterRestore(keep, only) {
+		for _, e := range store.abortAfterRestore(keep[o.ID], only) {
 			e.Operator = o.ID
 			c.publish(e)
 		}
 	}
+	return nil
 }
 
 // --- messages from subtasks ----------------------------------------------------

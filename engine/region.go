@@ -232,7 +232,10 @@ func (c *core) restartRegion(epoch int) {
 	for _, t := range fresh {
 		names[t.name] = true
 	}
-	c.abortDanglingTransactions(meta, names)
+	if err := c.abortDanglingTransactions(meta, names); err != nil {
+		c.restoreFailed(err)
+		return
+	}
 	c.restoreMu.Lock()
 	ex.initialized = len(ex.tasks) - len(fresh)
 	ex.restoreCounted = false

@@ -97,7 +97,10 @@ func (c *core) restoreFrom(id int64) error {
 	if err != nil {
 		return fmt.Errorf("%w from checkpoint %d: %w", ErrRestore, id, err)
 	}
-	reread, rewritten := c.restoreCost(meta)
+	reread, rewritten, err := c.restoreCost(meta)
+	if err != nil {
+		return fmt.Errorf("%w from checkpoint %d: %w", ErrRestore, id, err)
+	}
 	// The running job (if any) is cancelled; the new one starts from id
 	// with a fresh restart strategy and checkpoint failure count.
 	for _, p := range c.coord.pendingList() {
@@ -138,8 +141,11 @@ func (c *core) restoreFrom(id int64) error {
 // restoreCost counts what a restore from meta repeats: source records read
 // after it (by the execution being replaced) and sink records committed
 // after it.
-func (c *core) restoreCost(meta *state.CheckpointMetadata) (reread int64, rewritten int64) {
-	at := c.checkpointOffsets(meta)
+func (c *core) restoreCost(meta *state.CheckpointMetadata) (reread int64, rewritten int64, err error) {
+	at, err := c.checkpointOffsets(meta)
+	if err != nil {
+		return 0, 0, err
+	}
 	if c.ex != nil {
 		for _, t := range c.ex.tasks {
 			if t.src == nil {
@@ -161,5 +167,5 @@ func (c *core) restoreCost(meta *state.CheckpointMetadata) (reread int64, rewrit
 		}
 		s.mu.Unlock()
 	}
-	return reread, rewritten
+	return reread, rewritten, nil
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"slices"
 
 	"github.com/statelab/statelab/state"
@@ -196,13 +195,16 @@ func (c *core) checkpointsView() CheckpointsView {
 // offsets, and the offsets of the latest completed checkpoint.
 func (c *core) sourcesView(detail bool) []SourceView {
 	var out []SourceView
-	latest := c.latestCheckpointOffsets()
+	latest, lerr := c.latestCheckpointOffsets()
 	for _, o := range c.spec.Operators {
 		tp := c.topics[o.ID]
 		if tp == nil {
 			continue
 		}
 		sv := SourceView{Operator: o.ID}
+		if lerr != nil {
+			sv.CheckpointError = lerr.Error()
+		}
 		for p := range tp.partitions {
 			pv := PartitionView{Partition: p, End: tp.end(p), Owner: -1, Checkpointed: -1}
 			sv.Records += pv.End
@@ -222,52 +224,44 @@ func (c *core) sourcesView(detail bool) []SourceView {
 
 // latestCheckpointOffsets reads the source offsets of the newest retained
 // checkpoint's metadata.
-func (c *core) latestCheckpointOffsets() map[string]map[int]int64 {
+func (c *core) latestCheckpointOffsets() (map[string]map[int]int64, error) {
 	out := map[string]map[int]int64{}
 	infos := c.storage.Checkpoints()
 	if len(infos) == 0 {
-		return out
+		return out, nil
 	}
 	newest := infos[len(infos)-1].ID
 	if c.offCache.id == newest && c.offCache.off != nil {
-		return c.offCache.off
+		return c.offCache.off, nil
 	}
 	meta, err := c.storage.Peek(newest) // a view: not counted as bytes read
 	if err != nil {
-		return out
+		return out, nil
 	}
-	out = c.checkpointOffsets(meta)
+	out, err = c.checkpointOffsets(meta)
+	if err != nil {
+		return map[string]map[int]int64{}, err
+	}
 	c.offCache = offsetsCache{id: newest, off: out}
-	return out
+	return out, nil
 }
 
-// checkpointOffsets reads the source offsets a checkpoint holds.
-func (c *core) checkpointOffsets(meta *state.CheckpointMetadata) map[string]map[int]int64 {
+// checkpointOffsets reads the source offsets a checkpoint holds; an offset
+// that does not decode is an error (ErrCorruptCheckpoint), never skipped.
+func (c *core) checkpointOffsets(meta *state.CheckpointMetadata) (map[string]map[int]int64, error) {
 	out := map[string]map[int]int64{}
-	for _, os := range meta.Operators {
+	for i := range meta.Operators {
+		os := &meta.Operators[i]
 		if c.topics[os.OperatorID] == nil {
 			continue
 		}
 		m := map[int]int64{}
-		for _, st := range os.Subtasks {
-			if st.Operator == nil {
-				continue
-			}
-			for _, ns := range st.Operator.States {
-				if ns.Name != "offsets" {
-					continue
-				}
-				for _, e := range ns.Elements {
-					var po PartitionOffset
-					if json.Unmarshal(e, &po) == nil {
-						m[po.Partition] = po.Offset
-					}
-				}
-			}
+		if err := decodeElements(meta, os, "offsets", func(po PartitionOffset) { m[po.Partition] = po.Offset }); err != nil {
+			return nil, err
 		}
 		out[os.OperatorID] = m
 	}
-	return out
+	return out, nil
 }
 
 // stateViewLimit is the state inspector's view of a subtask.

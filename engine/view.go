@@ -257,6 +257,9 @@ type SourceView struct {
 	Operator   string          `json:"operator"`
 	Partitions []PartitionView `json:"partitions"`
 	Records    int64           `json:"records"` // all records in the topic
+	// CheckpointError says why the newest checkpoint's offsets could not
+	// be read (a corrupt checkpoint); Checkpointed is then -1.
+	CheckpointError string `json:"checkpointError,omitempty"`
 }
 
 // PartitionView is one partition of a source topic.
