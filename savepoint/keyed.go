@@ -3,6 +3,7 @@ package savepoint
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"github.com/statelab/statelab/rescale"
 )
@@ -56,7 +57,7 @@ func readVersionedSnapshot(r *reader) (*serializerInfo, error) {
 	}
 	typ, ok := compositeSnapshots[class]
 	if !ok {
-		return nil, fmt.Errorf("serializer snapshot %s has a format StateLab does not know, so it cannot read past it; values stay bytes", class)
+		return nil, because(ReasonSerializerFormat, "class", class)
 	}
 	for _, what := range []string{"outer magic number", "outer version", "nested magic number", "nested version"} {
 		if _, err := r.i32(what); err != nil {
@@ -90,6 +91,8 @@ type KeyedStateValues struct {
 	Entries         int          `json:"entries"`
 	Samples         []KeyedEntry `json:"samples,omitempty"`
 	NotDecoded      string       `json:"notDecoded,omitempty"`
+	// NotDecodedReason is NotDecoded as a code the page translates.
+	NotDecodedReason *Reason `json:"notDecodedReason,omitempty"`
 }
 
 // KeyedEntry is one decoded entry: its key group, key, map key (MapState)
@@ -115,7 +118,9 @@ type KeyedValues struct {
 	// heap checkpoint's state tables.
 	Format     string `json:"format,omitempty"`
 	NotDecoded string `json:"notDecoded,omitempty"`
-	limit      int
+	// NotDecodedReason is NotDecoded as a code the page translates.
+	NotDecodedReason *Reason `json:"notDecodedReason,omitempty"`
+	limit            int
 }
 
 // maxSamples bounds the decoded entries kept per state and handle.
@@ -143,30 +148,30 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 	out := &KeyedValues{States: []KeyedStateValues{}, limit: limit}
 	switch {
 	case h == nil || len(h.Offsets) == 0:
-		out.NotDecoded = "the handle has no key-group offsets (incremental and changelog handles keep the backend's own files)"
+		out.NotDecoded, out.NotDecodedReason = notDecoded(reason(ReasonNoKeyGroupOffsets))
 		return out
 	case !h.Delegate.HasData():
-		out.NotDecoded = fmt.Sprintf("the state is in %s %q, outside the _metadata file; give 'statelab savepoint inspect' the savepoint's directory to read it", h.Delegate.Kind, h.Delegate.Path)
+		out.NotDecoded, out.NotDecodedReason = notDecoded(reason(ReasonOutsideMetadata, "kind", h.Delegate.Kind, "path", h.Delegate.Path))
 		return out
 	}
 	data := h.Delegate.Data
 	r := &reader{b: data}
 	ver, err := r.i32("keyed state meta version")
 	if err != nil {
-		out.NotDecoded = err.Error()
+		out.NotDecoded, out.NotDecodedReason = errNotDecoded(err)
 		return out
 	}
 	if ver < 5 || ver > 6 {
-		out.NotDecoded = fmt.Sprintf("keyed backend meta version %d: StateLab reads versions 5 and 6", ver)
+		out.NotDecoded, out.NotDecodedReason = notDecoded(reason(ReasonKeyedMetaVer, "version", strconv.Itoa(int(ver))))
 		return out
 	}
 	compressed, err := r.boolean("compression flag")
 	if err != nil {
-		out.NotDecoded = err.Error()
+		out.NotDecoded, out.NotDecodedReason = errNotDecoded(err)
 		return out
 	}
 	if compressed {
-		out.NotDecoded = "the key groups are compressed (execution.checkpointing.snapshot-compression); StateLab does not decompress them"
+		out.NotDecoded, out.NotDecodedReason = notDecoded(reason(ReasonKeyedCompressed))
 		return out
 	}
 	keySer, keyErr := readSerializerSnapshot(r)
@@ -185,7 +190,7 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 		}
 	}
 	if keyErr != nil {
-		out.NotDecoded = "the key serializer: " + keyErr.Error()
+		out.NotDecoded, out.NotDecodedReason = withText("the key serializer: "+keyErr.Error(), wrap(keyErr, ReasonKeySerializer))
 	}
 	// States are numbered in the order of their meta infos (the k/v-state id).
 	for _, m := range metas {
@@ -202,7 +207,7 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 		out.States = append(out.States, st)
 	}
 	if metaErr != nil && out.NotDecoded == "" {
-		out.NotDecoded = "states after the ones listed: " + metaErr.Error()
+		out.NotDecoded, out.NotDecodedReason = withText("states after the ones listed: "+metaErr.Error(), wrap(metaErr, ReasonStatesAfter))
 	}
 	// A heap backend's checkpoint (HeapSnapshotStrategy) starts each key
 	// group with its id as an int; a full snapshot starts with a short state
@@ -230,7 +235,7 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 		}
 		kg := h.Range.Start + i
 		if off >= int64(len(data)) {
-			out.NotDecoded = fmt.Sprintf("key group %d's offset %d is beyond the %d inline bytes", kg, off, len(data))
+			out.NotDecoded, out.NotDecodedReason = notDecoded(reason(ReasonOffsetBeyond, "keyGroup", strconv.Itoa(kg), "offset", strconv.FormatInt(off, 10), "bytes", strconv.Itoa(len(data))))
 			return out
 		}
 		r := &reader{b: data, pos: int(off)}
@@ -242,7 +247,7 @@ func decodeKeyedState(h *KeyedHandle, maxParallelism, limit int) *KeyedValues {
 			err = out.readKeyGroup(r, kg, prefix, keySer, metas, maxParallelism)
 		}
 		if err != nil {
-			out.NotDecoded = fmt.Sprintf("key group %d: %v", kg, err)
+			out.NotDecoded, out.NotDecodedReason = withText(fmt.Sprintf("key group %d: %v", kg, err), wrap(err, ReasonKeyGroup, "keyGroup", strconv.Itoa(kg)))
 			return out
 		}
 	}
@@ -282,7 +287,7 @@ func (out *KeyedValues) readKeyGroup(r *reader, kg, prefix int, keySer *serializ
 		if len(st.Samples) < out.limit && st.NotDecoded == "" {
 			e, err := decodeEntry(key, val, kg, prefix, keySer, metas[id])
 			if err != nil {
-				st.NotDecoded = err.Error()
+				st.NotDecoded, st.NotDecodedReason = errNotDecoded(err)
 			} else {
 				st.Samples = append(st.Samples, e)
 				out.checkKeyGroup(e.Key, keySer, kg, maxParallelism)
@@ -327,7 +332,7 @@ func (out *KeyedValues) checkKeyGroup(key any, keySer *serializerInfo, kg, maxPa
 func decodeEntry(key, val []byte, kg, prefix int, keySer *serializerInfo, m stateMeta) (KeyedEntry, error) {
 	e := KeyedEntry{KeyGroup: kg}
 	if keySer == nil || keySer.typ == "" {
-		return e, fmt.Errorf("key serializer unknown")
+		return e, because(ReasonKeySerUnknown)
 	}
 	k := append([]byte(nil), key...)
 	k[0] &^= 0x80 // the meta-data-follows flag
@@ -409,7 +414,7 @@ func decodeEntry(key, val []byte, kg, prefix int, keySer *serializerInfo, m stat
 		}
 	default:
 		if vs.typ == "" || vs.typ == "Timer" || vs.typ == "VoidNamespace" {
-			return e, fmt.Errorf("state %q's values are not decoded (serializer %s)", m.name, vs.class)
+			return e, because(ReasonValuesNotDecoded, "state", m.name, "serializer", vs.class)
 		}
 		if _, e.Value, err = decodeValue(val, vs.typ, vs.class, true); err != nil {
 			return e, fmt.Errorf("state %q: %w", m.name, err)
@@ -470,7 +475,7 @@ func (out *KeyedValues) readHeapKeyGroup(r *reader, kg int, keySer *serializerIn
 		}
 		if keySer == nil || keySer.typ == "" || vs == nil || ns == nil || (ns.typ != "VoidNamespace" && ns.typ != "TimeWindow") || vs.typ == "" || vs.typ == "Timer" {
 			if st.NotDecoded == "" {
-				st.NotDecoded = "its serializers are not ones StateLab reads, so the rest of each key group is not read"
+				st.NotDecoded, st.NotDecodedReason = notDecoded(reason(ReasonSerializersUnknown))
 			}
 			st.Entries += n
 			return nil
@@ -564,7 +569,7 @@ func readNamespace(r *reader, m stateMeta) (any, error) {
 	if ns != nil {
 		class = ns.class
 	}
-	return nil, fmt.Errorf("state %q has a namespace StateLab does not decode (serializer %s)", m.name, class)
+	return nil, because(ReasonNamespaceUnknown, "state", m.name, "serializer", class)
 }
 
 // timerReadable reports whether a TimerSerializer's key and namespace
@@ -585,7 +590,7 @@ func timerReadable(vs *serializerInfo) bool {
 // namespace (a window's timer fires at its end - 1).
 func readTimer(r *reader, vs *serializerInfo, e *KeyedEntry) error {
 	if !timerReadable(vs) {
-		return fmt.Errorf("timer serializer with key or namespace StateLab does not read")
+		return because(ReasonTimerUnreadable)
 	}
 	ts, err := r.i64("timer timestamp")
 	if err != nil {

@@ -66,6 +66,8 @@ type ReportList struct {
 	Serializer string    `json:"serializer,omitempty"`
 	Values     []Element `json:"values,omitempty"`
 	NotDecoded string    `json:"notDecoded,omitempty"`
+	// NotDecodedReason is NotDecoded as a code the page translates.
+	NotDecodedReason *Reason `json:"notDecodedReason,omitempty"`
 }
 
 // ReportKeyed is one keyed state handle: its key-group range and size.
@@ -138,7 +140,8 @@ func lists(h *OperatorStateHandle) []ReportList {
 		return out
 	}
 	for _, sv := range DecodeOperatorState(h) {
-		l := ReportList{Name: sv.Name, Mode: sv.Mode, Elements: len(sv.Elements), Serializer: sv.Serializer, NotDecoded: sv.NotDecoded}
+		l := ReportList{Name: sv.Name, Mode: sv.Mode, Elements: len(sv.Elements), Serializer: sv.Serializer,
+			NotDecoded: sv.NotDecoded, NotDecodedReason: sv.NotDecodedReason}
 		for _, e := range sv.Elements {
 			l.Bytes += e.Bytes
 		}

@@ -31,8 +31,10 @@ type StateValues struct {
 	// information before the data could be read.
 	Serializer string    `json:"serializer,omitempty"`
 	Elements   []Element `json:"elements"`
-	// NotDecoded says why values are missing, when they are.
-	NotDecoded string `json:"notDecoded,omitempty"`
+	// NotDecoded says why values are missing, when they are (English);
+	// NotDecodedReason is the same as a code the page translates.
+	NotDecoded       string  `json:"notDecoded,omitempty"`
+	NotDecodedReason *Reason `json:"notDecodedReason,omitempty"`
 }
 
 // simpleSnapshots are serializer snapshots that write nothing after their
@@ -79,25 +81,25 @@ func DecodeOperatorState(h *OperatorStateHandle) []StateValues {
 		return end
 	}
 	var metas map[string]stateMeta
-	reason := ""
+	text, why := "", (*Reason)(nil)
 	switch {
 	case h.Delegate == nil:
-		reason = "the handle has no stream"
+		text, why = notDecoded(reason(ReasonNoStream))
 	case !h.Delegate.HasData():
-		reason = fmt.Sprintf("the state is in %s %q, outside the _metadata file; give 'statelab savepoint inspect' the savepoint's directory to read it", h.Delegate.Kind, h.Delegate.Path)
+		text, why = notDecoded(reason(ReasonOutsideMetadata, "kind", h.Delegate.Kind, "path", h.Delegate.Path))
 	default:
 		var err error
 		metas, err = readOperatorMeta(h.Delegate.Data)
 		if err != nil {
-			reason = err.Error()
+			text, why = errNotDecoded(err)
 		}
 	}
 	out := make([]StateValues, 0, len(h.States))
 	for _, s := range h.States {
-		sv := StateValues{Name: s.Name, Mode: string(s.Mode), Elements: []Element{}, NotDecoded: reason}
+		sv := StateValues{Name: s.Name, Mode: string(s.Mode), Elements: []Element{}, NotDecoded: text, NotDecodedReason: why}
 		meta, haveMeta := metas[s.Name]
-		if reason == "" && !haveMeta {
-			sv.NotDecoded = "the state's meta information was not found before its data"
+		if text == "" && !haveMeta {
+			sv.NotDecoded, sv.NotDecodedReason = notDecoded(reason(ReasonNoMeta))
 		}
 		sv.Serializer = meta.valueClass
 		for _, o := range s.Offsets {
@@ -114,7 +116,7 @@ func DecodeOperatorState(h *OperatorStateHandle) []StateValues {
 					}
 				}
 				if err != nil {
-					sv.NotDecoded = err.Error()
+					sv.NotDecoded, sv.NotDecodedReason = errNotDecoded(err)
 					e.Type, e.Value = "", nil
 				}
 				if n, ok := e.Value.(int64); ok && (n > 1<<53 || n < -(1<<53)) {
@@ -139,7 +141,7 @@ func readOperatorMeta(b []byte) (map[string]stateMeta, error) {
 		return nil, err
 	}
 	if v < 5 || v > 6 {
-		return nil, fmt.Errorf("operator state meta version %d: StateLab reads versions 5 and 6 (Flink 1.7 and later)", v)
+		return nil, because(ReasonOperatorMetaVer, "version", strconv.Itoa(int(v)))
 	}
 	if v >= 6 {
 		// Version 6 adds whether the operator states are compressed.
@@ -148,7 +150,7 @@ func readOperatorMeta(b []byte) (map[string]stateMeta, error) {
 			return nil, err
 		}
 		if compressed {
-			return nil, fmt.Errorf("the operator states are compressed (execution.checkpointing.snapshot-compression); StateLab does not decompress them")
+			return nil, because(ReasonOperatorCompressed)
 		}
 	}
 	out := map[string]stateMeta{}
@@ -228,7 +230,7 @@ func decodeValue(b []byte, typ, class string, exact bool) (string, any, error) {
 		return "", nil, err
 	}
 	if exact && r.remaining() != 0 {
-		return "", nil, fmt.Errorf("a %s element left %d of %d bytes unread; values stay bytes", typ, r.remaining(), len(b))
+		return "", nil, because(ReasonElementBytesLeft, "type", typ, "left", strconv.Itoa(r.remaining()), "total", strconv.Itoa(len(b)))
 	}
 	return typ, v, nil
 }
@@ -261,7 +263,7 @@ func readTyped(r *reader, typ, class string) (any, error) {
 		}
 		return r.bytes(n, "byte array")
 	}
-	return nil, fmt.Errorf("no decoder for serializer %q", class)
+	return nil, because(ReasonNoDecoder, "serializer", class)
 }
 
 // readStringValue reads Flink's StringValue.writeString format (used by
@@ -308,7 +310,7 @@ func readStringValue(r *reader) (any, error) {
 // the entry count, then each key and value).
 func decodeBroadcast(b []byte, m stateMeta) (string, any, error) {
 	if m.keyType == "" || m.valueType == "" {
-		return "", nil, fmt.Errorf("broadcast state %q: key or value serializer unknown", m.name)
+		return "", nil, because(ReasonBroadcastSerUnkn, "state", m.name)
 	}
 	r := &reader{b: b}
 	n, err := r.count("broadcast state size", 1)
@@ -328,7 +330,7 @@ func decodeBroadcast(b []byte, m stateMeta) (string, any, error) {
 		out = append(out, [2]any{k, v})
 	}
 	if r.remaining() != 0 {
-		return "", nil, fmt.Errorf("broadcast state %q left %d bytes unread", m.name, r.remaining())
+		return "", nil, because(ReasonBroadcastBytesLeft, "state", m.name, "left", strconv.Itoa(r.remaining()))
 	}
 	return "map", out, nil
 }

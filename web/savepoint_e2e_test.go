@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,4 +226,56 @@ func TestBrowserSavepointRealFlinkKeyedState(t *testing.T) {
 	}
 	assert.Contains(t, eval[string](b, card+`.textContent`), `"key-`)
 	b.shot("savepoint-04-real-flink")
+}
+
+// On the Chinese page, every "not decoded" reason is Chinese: the real
+// KafkaSource savepoint, a Flink 2.3 savepoint whose state is in files beside
+// _metadata (read alone, so each list says its state is outside the file),
+// and a keyed backend of a meta version StateLab does not read. Outside the
+// values a reason names (set as code: paths, class names, numbers), no
+// English word is left. The same files on the English page show English
+// reasons, so the check can see English where it is.
+func TestBrowserSavepointReasonsInChinese(t *testing.T) {
+	kafka, _ := sharedKafkaMetadata(t)
+	files, err := filepath.Abs(filepath.Join("..", "savepoint", "testdata", "flink", "2.3.0", "hashmap-files-savepoint-canonical", "_metadata"))
+	require.NoError(t, err)
+	keyed := keyedMetadataFile(t)
+	// Words a Chinese reason keeps as they are: the product, Flink's option
+	// and file names, and the command to run.
+	const english = `(() => {
+		const out = [];
+		for (const p of document.querySelectorAll('.sp-reason')) {
+			const c = p.cloneNode(true);
+			c.querySelectorAll('code').forEach((e) => e.remove());
+			const rest = c.textContent.replace(/StateLab|Flink \d\.\d+|Flink|_metadata|statelab savepoint inspect|changelog|execution\.checkpointing\.snapshot-compression/g, '');
+			out.push({ code: p.dataset.code, text: p.textContent, words: (rest.match(/[A-Za-z]{2,}/g) || []).join(' ') });
+		}
+		return out;
+	})()`
+	type reason struct{ Code, Text, Words string }
+	b := newBrowser(t)
+	for _, lang := range []string{"zh", "en"} {
+		seen := map[string]int{}
+		for _, file := range []string{kafka, files, keyed} {
+			b.run(chromedp.Navigate(b.url + "/savepoint?lang=" + lang))
+			b.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
+			b.run(chromedp.SetUploadFiles(chromedp.CSS(`#sp-file`), []string{file}))
+			b.waitJS(30*time.Second, "the report", `document.querySelectorAll('.sp-operator').length > 0`)
+			if lang == "zh" && file == files {
+				b.shot("savepoint-05-reasons-zh")
+			}
+			for _, r := range eval[[]reason](b, english) {
+				seen[r.Code]++
+				if lang == "zh" {
+					assert.NotEmpty(t, r.Code, "%s: a reason without a code: %q", filepath.Base(filepath.Dir(file)), r.Text)
+					assert.Empty(t, r.Words, "%s: English in the Chinese reason %q", file, r.Text)
+					assert.True(t, strings.HasPrefix(r.Text, "值未解码："), r.Text)
+				} else {
+					assert.NotEmpty(t, r.Words, "the English reason %q", r.Text)
+				}
+			}
+		}
+		assert.Positive(t, seen["outside-metadata"], "%s: the Flink savepoint read alone says its state is outside _metadata (%v)", lang, seen)
+		assert.Positive(t, seen["keyed-meta-version"], "%s: the keyed file's meta version (%v)", lang, seen)
+	}
 }

@@ -5,7 +5,7 @@
 // and keeps nothing. Everything shown comes from those two answers.
 
 import { h, s, clear, $ } from './dom.js';
-import { loadCatalog, t } from './i18n.js';
+import { loadCatalog, t, has } from './i18n.js';
 import { bytes, num } from './format.js';
 import { ownerColor } from './palette.js';
 
@@ -219,11 +219,38 @@ function keyedValues(v) {
       }
       box.append(ul);
     }
-    if (st.notDecoded) box.append(h('p', { class: 'hint' }, t('savepoint.notDecoded', { reason: st.notDecoded })));
+    if (st.notDecoded) box.append(notDecoded(st.notDecoded, st.notDecodedReason));
   }
   if (v.keyGroupChecked > 0) box.append(h('p', { class: 'hint sp-kg-check' }, t('savepoint.kgCheck', { ok: v.keyGroupChecked - v.keyGroupMismatches, n: v.keyGroupChecked })));
-  if (v.notDecoded) box.append(h('p', { class: 'hint' }, t('savepoint.notDecoded', { reason: v.notDecoded })));
+  if (v.notDecoded) box.append(notDecoded(v.notDecoded, v.notDecodedReason));
   return box;
+}
+
+// notDecoded says why values were not decoded, in the page's language: the
+// reader gives each reason a code (savepoint/reason.go) whose sentence is
+// "savepoint.reason.<code>" in static/i18n; the values it names (state and
+// class names, paths, numbers, the reader's own detail) are set as code. The
+// English text is the fallback for a code the catalogue lacks.
+function notDecoded(text, reason) {
+  const p = h('p', { class: 'hint sp-reason', 'data-code': reason ? reason.code : '' });
+  const [before, after = ''] = t('savepoint.notDecoded').split('{reason}');
+  p.append(before, ...(reason && has(`savepoint.reason.${reason.code}`) ? reasonParts(reason) : [text]), after);
+  return p;
+}
+
+function reasonParts(r) {
+  const parts = [];
+  const tpl = t(`savepoint.reason.${r.code}`);
+  let last = 0;
+  for (const m of tpl.matchAll(/\{(\w+)\}/g)) {
+    parts.push(tpl.slice(last, m.index));
+    const name = m[1];
+    if (name === 'cause' && r.cause) parts.push(...(has(`savepoint.reason.${r.cause.code}`) ? reasonParts(r.cause) : ['?']));
+    else parts.push(h('code', {}, r.args && name in r.args ? r.args[name] : m[0]));
+    last = m.index + m[0].length;
+  }
+  parts.push(tpl.slice(last));
+  return parts.filter((x) => x !== '');
 }
 
 function svgSwatch(i) {
@@ -240,7 +267,7 @@ function renderList(l) {
     if (l.values.length > 20) ol.append(h('li', { class: 'muted' }, t('savepoint.more', { n: l.values.length - 20 })));
     box.append(ol);
   }
-  if (l.notDecoded) box.append(h('p', { class: 'hint' }, t('savepoint.notDecoded', { reason: l.notDecoded })));
+  if (l.notDecoded) box.append(notDecoded(l.notDecoded, l.notDecodedReason));
   return box;
 }
 
