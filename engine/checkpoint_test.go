@@ -2,6 +2,7 @@ package engine
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -207,4 +208,26 @@ func TestFailureAbortsPendingCheckpoint(t *testing.T) {
 	for _, ch := range s.Snapshot().Channels {
 		assert.False(t, ch.Blocked, ch.Name)
 	}
+}
+
+// An idle job's clock stops where the work stops. A completed checkpoint's
+// timeout (execution.checkpointing.timeout, 10 minutes by default) is
+// cancelled when it completes, as Flink's PendingCheckpoint cancels its
+// canceller; left on the queue it was the next thing an idle Stepper
+// advanced to, and a lesson's job clock jumped ten minutes ahead.
+func TestCompletedCheckpointCancelsItsTimeout(t *testing.T) {
+	spec := alignSpec(ExactlyOnce)
+	s, log := newTestStepper(t, spec)
+	_, err := s.RunUntil(func(*Snapshot) bool { return s.c.allTasks(TaskRunning) }, 100000)
+	require.NoError(t, err)
+	require.NoError(t, s.Do(Command{Name: CmdTriggerCheckpoint}))
+	_, err = s.RunUntil(func(*Snapshot) bool { return len(log.kinds(EvCheckpointDone)) == 1 }, 100000)
+	require.NoError(t, err)
+	// Run until nothing can happen any more (the sources are finite and
+	// periodic checkpoints are off).
+	for i := 0; i < 100000 && s.Step(); i++ {
+	}
+	_, at := s.Position()
+	assert.Less(t, at, time.Minute, "idle job clock advanced to %v", at)
+	assert.Empty(t, log.kinds(EvCheckpointAbort), "no checkpoint expired")
 }

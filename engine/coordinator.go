@@ -149,7 +149,7 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 		c.abortCheckpoint(p, FinalizeCheckpointFailure, fmt.Sprintf("writing the checkpoint metadata failed: %v", err))
 		return
 	}
-	delete(c.coord.pending, p.id)
+	c.forgetPending(p)
 	now := c.clock()
 	s := p.stats
 	s.Status = CheckpointCompleted
@@ -198,13 +198,21 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 	}
 }
 
+// forgetPending drops a checkpoint that completed or failed from the
+// pending ones and cancels its timeout, as Flink's PendingCheckpoint cancels
+// its canceller handle when it is disposed.
+func (c *core) forgetPending(p *pendingCheckpoint) {
+	delete(c.coord.pending, p.id)
+	c.drv.cancelTimer(timer{kind: timerTimeout, id: p.id, attempt: p.attempt})
+}
+
 // abortCheckpoint fails a pending checkpoint and tells every subtask, so a
 // subtask still aligning it unblocks its inputs.
 func (c *core) abortCheckpoint(p *pendingCheckpoint, why CheckpointFailureReason, reason string) {
 	if c.coord.pending[p.id] != p {
 		return
 	}
-	delete(c.coord.pending, p.id)
+	c.forgetPending(p)
 	if err := c.storage.AbortCheckpoint(p.id); err != nil {
 		c.logger.Warn("abort checkpoint", "id", p.id, "err", err)
 	}

@@ -227,6 +227,12 @@ func (l *Live) after(d time.Duration, tm timer) {
 	poke(l.twake)
 }
 
+func (l *Live) cancelTimer(tm timer) {
+	l.tmu.Lock()
+	l.timers.cancel(tm)
+	l.tmu.Unlock()
+}
+
 // timerLoop fires timers on the virtual clock: each due timer runs in the
 // JobManager goroutine.
 func (l *Live) timerLoop() {

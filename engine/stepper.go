@@ -73,6 +73,21 @@ func (q *timerQueue) Pop() any {
 	return x
 }
 
+// cancel removes every pending timer equal to tm. A timer that has become
+// pointless is taken off the queue rather than left to fire as a no-op, as
+// Flink's CheckpointCoordinator cancels a checkpoint's timeout canceller
+// when the checkpoint completes or is aborted: a stale timeout would
+// otherwise be the next thing an idle Stepper advances its clock to.
+func (q *timerQueue) cancel(tm timer) {
+	for i := 0; i < len(*q); {
+		if (*q)[i].tm == tm {
+			heap.Remove(q, i)
+			continue
+		}
+		i++
+	}
+}
+
 // NewStepper creates a Stepper for spec and schedules the job; nothing runs
 // until Step is called.
 func NewStepper(spec *JobSpec, opts Options) (*Stepper, error) {
@@ -107,6 +122,8 @@ func (s *Stepper) sendJM(m jmMsg) {
 func (s *Stepper) after(d time.Duration, tm timer) {
 	heap.Push(&s.timers, stepTimer{at: s.clock + d, seq: s.c.nextSeq(), tm: tm})
 }
+
+func (s *Stepper) cancelTimer(tm timer) { s.timers.cancel(tm) }
 
 // --- stepping ------------------------------------------------------------------
 
