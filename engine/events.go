@@ -25,6 +25,7 @@ const (
 	EvChannelUnblocked EventKind = "channel-unblocked" // Channel, Task, Checkpoint
 	EvStateUpdated     EventKind = "state-updated"     // Task, Updates (keyed state writes of one batch)
 	EvWindowFired      EventKind = "window-fired"      // Task, Key, Window, Value
+	EvTimerFired       EventKind = "timer-fired"       // Task, Key, Value, Watermark: a KeyedProcessFunction timer
 
 	// Sinks.
 	EvSinkWrite       EventKind = "sink-write"       // Task, Records, Transaction ("" for at-least-once)

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -51,6 +49,8 @@ func newOperatorLogic(t *subtask) operatorLogic {
 		return &broadcastFilter{}
 	case KindTally:
 		return &tally{}
+	case KindAlerts:
+		return &alerts{timeout: o.Timeout.Milliseconds()}
 	case KindSink:
 		return &sinkLogic{store: t.c.sinks[t.op.spec.ID], exactlyOnce: o.Semantics == SinkExactlyOnce}
 	}
@@ -360,72 +360,41 @@ func (a *keyedAggregate) process(t *subtask, _ int, recs []Record) error {
 // windowCount counts records per key in tumbling event-time windows
 // (MapState window start -> count) and emits each window's count when the
 // watermark passes its end, as the Operations Playground's click event
-// count does.
+// count does. Like Flink's WindowOperator it registers one event-time timer
+// per (key, window) at the window's max timestamp in its timer service
+// "window-timers", whose timers are keyed state: they are checkpointed,
+// restored and rescaled with their key groups.
 type windowCount struct {
 	noState
 	size    int64
 	windows state.MapState[int64, int64]
-	timers  timerHeap
-	pending map[timerKey]bool
+	timers  *state.TimerService
 	late    int64
+	nsBuf   []byte
 }
 
-type timerKey struct {
-	end int64
-	key string
-}
-
-type timerHeap []timerKey
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if h[i].end != h[j].end {
-		return h[i].end < h[j].end
-	}
-	return h[i].key < h[j].key
-}
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerKey)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-func (w *windowCount) open(t *subtask, r *restoreSpec, _ *RestoreInfo) error {
+func (w *windowCount) open(t *subtask, _ *restoreSpec, _ *RestoreInfo) error {
 	m, err := state.Map(t.keyed, "windows", state.Int64Codec, state.Int64Codec)
 	if err != nil {
 		return fmt.Errorf("register windows state: %w", err)
 	}
-	w.windows, w.pending = m, map[timerKey]bool{}
-	if r == nil {
-		return nil
-	}
-	// Timers are part of keyed state in Flink; here they are derived from
-	// the restored windows, one per (key, window).
-	entries, err := t.keyed.Entries(t.keyed.KeyGroupRange(), 0)
+	w.windows = m
+	// A restored backend already holds the window timers: the service
+	// rebuilds its queues from them.
+	w.timers, err = state.NewTimerService(t.keyed, "window-timers")
 	if err != nil {
-		return fmt.Errorf("read restored windows: %w", err)
-	}
-	for _, e := range entries {
-		if e.State != "windows" {
-			continue
-		}
-		start, err := strconv.ParseInt(e.UserKey, 10, 64)
-		if err != nil {
-			return fmt.Errorf("read restored window start %q: %w", e.UserKey, err)
-		}
-		w.addTimer(timerKey{end: start + w.size - 1, key: e.Key})
+		return fmt.Errorf("register window timers: %w", err)
 	}
 	return nil
 }
 
-func (w *windowCount) addTimer(k timerKey) {
-	if !w.pending[k] {
-		w.pending[k] = true
-		heap.Push(&w.timers, k)
-	}
+func (w *windowCount) timerService() *state.TimerService { return w.timers }
+
+// windowNamespace is a window's timer namespace: its start, 8 bytes BE
+// (Flink's namespace is the TimeWindow).
+func (w *windowCount) windowNamespace(start int64) string {
+	w.nsBuf = state.Int64Codec.Append(w.nsBuf[:0], start)
+	return string(w.nsBuf)
 }
 
 func (w *windowCount) process(t *subtask, _ int, recs []Record) error {
@@ -451,7 +420,9 @@ func (w *windowCount) process(t *subtask, _ int, recs []Record) error {
 			return err
 		}
 		t.updates++
-		w.addTimer(timerKey{end: end, key: r.Key})
+		if err := w.timers.Register(state.EventTime, w.windowNamespace(start), end); err != nil {
+			return err
+		}
 		if t.verbose {
 			ups = append(ups, StateUpdate{Key: r.Key, KeyGroup: kg, State: "windows", Value: n, Window: windowLabel(start, w.size)})
 		}
@@ -464,31 +435,26 @@ func (w *windowCount) process(t *subtask, _ int, recs []Record) error {
 }
 
 func (w *windowCount) watermark(t *subtask, wm int64) error {
-	for w.timers.Len() > 0 && w.timers[0].end <= wm {
-		k := heap.Pop(&w.timers).(timerKey)
-		delete(w.pending, k)
-		if _, err := t.setKey(k.key); err != nil {
-			return err
-		}
-		start := k.end - w.size + 1
-		n, ok, err := w.windows.Get(start)
+	return w.timers.Advance(state.EventTime, wm, func(tm state.Timer) error {
+		start, err := state.Int64Codec.Decode([]byte(tm.Namespace))
 		if err != nil {
-			return err
+			return fmt.Errorf("window timer of %q: %w", tm.Key, err)
 		}
-		if !ok {
-			continue
+		n, ok, err := w.windows.Get(start)
+		if err != nil || !ok {
+			return err
 		}
 		if err := w.windows.Remove(start); err != nil {
 			return err
 		}
 		label := windowLabel(start, w.size)
-		t.emit(Record{Key: k.key, Value: n, Text: label, Timestamp: k.end})
+		t.emit(Record{Key: tm.Key, Value: n, Text: label, Timestamp: tm.Timestamp})
 		if t.verbose {
-			t.event(Event{Kind: EvWindowFired, Key: k.key, Window: label, Value: n,
-				Message: fmt.Sprintf("%s fired window %s of %s: %d", t.name, label, k.key, n)})
+			t.event(Event{Kind: EvWindowFired, Key: tm.Key, Window: label, Value: n,
+				Message: fmt.Sprintf("%s fired window %s of %s: %d", t.name, label, tm.Key, n)})
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // --- broadcast state ----------------------------------------------------------

@@ -52,6 +52,9 @@ type operatorOptions struct {
 
 	// sink
 	Semantics string
+
+	// alerts
+	Timeout time.Duration
 }
 
 var knownOptions = map[string][]string{
@@ -65,6 +68,7 @@ var knownOptions = map[string][]string{
 	KindBroadcastFilter: {},
 	KindTally:           {},
 	KindSink:            {"semantics"},
+	KindAlerts:          {"timeout"},
 }
 
 // parseOptions reads o.Options for o.Kind, with defaults.
@@ -133,6 +137,11 @@ func parseOptions(o *OperatorSpec) (operatorOptions, error) {
 		opt.WindowSize = g.dur("size", 15*time.Second)
 		if g.err == nil && opt.WindowSize < time.Millisecond {
 			g.fail("size", "want at least 1ms")
+		}
+	case KindAlerts:
+		opt.Timeout = g.dur("timeout", 10*time.Second)
+		if g.err == nil && opt.Timeout < time.Millisecond {
+			g.fail("timeout", "want at least 1ms (event time is in milliseconds)")
 		}
 	case KindSink:
 		opt.Semantics = g.str("semantics", SinkExactlyOnce)

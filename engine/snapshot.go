@@ -290,6 +290,10 @@ func (t *subtask) stateViewLimit(limit int) TaskStateView {
 		}
 	}
 	if t.opBackend != nil {
+		if to, ok := t.fn.(timerOwner); ok && to.timerService() != nil {
+			v.Timers = timerView(to.timerService(), limit)
+			v.Watermark = t.wm.Load()
+		}
 		if es := t.opBackend.Entries(); es != nil {
 			v.Operator = es
 		}

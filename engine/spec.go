@@ -104,15 +104,16 @@ const (
 	KindWindowCount     = "window-count"     // keyed tumbling event-time window count
 	KindBroadcastFilter = "broadcast-filter" // rules in BroadcastState
 	KindTally           = "tally"            // per-subtask tallies in union ListState
+	KindAlerts          = "alerts"           // KeyedProcessFunction: alert when a key is silent for a timeout (event-time timers)
 	KindSink            = "sink"             // at-least-once or two-phase-commit sink
 )
 
 var operatorKinds = []string{KindSource, KindTokenizer, KindMap, KindFilter, KindCount, KindSum,
-	KindWindowCount, KindBroadcastFilter, KindTally, KindSink}
+	KindWindowCount, KindBroadcastFilter, KindTally, KindSink, KindAlerts}
 
 // keyedKinds are the operators that keep keyed state and so need hash inputs.
 func isKeyedKind(kind string) bool {
-	return kind == KindCount || kind == KindSum || kind == KindWindowCount
+	return kind == KindCount || kind == KindSum || kind == KindWindowCount || kind == KindAlerts
 }
 
 // JobSpec is a whole StateLab job: the logical graph (Flink's JobGraph), the

@@ -329,6 +329,28 @@ func (c *core) evalTruth(sink string) truth {
 				}
 				return tr
 			}
+		case KindAlerts:
+			// Event time: a key's events sorted by time form sessions
+			// separated by gaps of at least the timeout; each session ends
+			// in one alert at its last event plus the timeout. (Sources
+			// read every partition in timestamp order, so the watermark
+			// never passes an event still to come and no event is late.)
+			timeout := opts.Timeout.Milliseconds()
+			byKey := map[string][]int64{}
+			for _, r := range in {
+				byKey[r.Key] = append(byKey[r.Key], r.Timestamp)
+			}
+			for k, tss := range byKey {
+				slices.Sort(tss)
+				n := int64(0)
+				for i, ts := range tss {
+					n++
+					if i+1 == len(tss) || tss[i+1] >= ts+timeout {
+						out = append(out, Record{Key: k, Value: n, Text: alertText(ts, timeout), Timestamp: ts + timeout})
+						n = 0
+					}
+				}
+			}
 		}
 		outs[o.ID] = out
 	}

@@ -312,5 +312,9 @@ type TaskStateView struct {
 	Operator  []state.OperatorEntry   `json:"operator"`
 	Metrics   *state.BackendMetrics   `json:"metrics,omitempty"`
 	PerGroup  []state.KeyGroupMetrics `json:"perKeyGroup,omitempty"`
-	Error     string                  `json:"error,omitempty"`
+	// Timers are the subtask's pending timers in firing order (an operator
+	// with a timer service), and Watermark its current event time.
+	Timers    []state.Timer `json:"timers,omitempty"`
+	Watermark int64         `json:"watermark,omitempty"`
+	Error     string        `json:"error,omitempty"`
 }
