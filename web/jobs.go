@@ -56,7 +56,7 @@ func (t *JobTemplate) Build(s SandboxSettings) (*engine.JobSpec, error) {
 		if p, ok := s.Parallelism[o.ID]; ok {
 			o.Parallelism = p
 		}
-		if s.MaxParallelism > 0 && (o.Kind == engine.KindCount || o.Kind == engine.KindWindowCount || o.Kind == engine.KindSum) {
+		if s.MaxParallelism > 0 && (o.Kind == engine.KindCount || o.Kind == engine.KindWindowCount || o.Kind == engine.KindSum || o.Kind == engine.KindAlerts) {
 			o.MaxParallelism = s.MaxParallelism
 		}
 		if o.Kind == engine.KindSink && s.Sink != "" {
@@ -152,6 +152,28 @@ var Templates = []*JobTemplate{
 					{From: "source", To: "tokenizer", Partitioner: engine.Rebalance},
 					{From: "tokenizer", To: "count", Partitioner: engine.Hash},
 					{From: "count", To: "sink", Partitioner: engine.Rebalance},
+				},
+			}
+		},
+	},
+	{
+		// A KeyedProcessFunction with event-time timers kept in keyed
+		// state: crash a subtask or rescale "alerts" and the timers come
+		// back with their key groups (engine/keyedprocess.go).
+		ID: "alerts", TitleKey: "template.alerts.title", DescKey: "template.alerts.desc",
+		Tunable:  []string{"source", "alerts"},
+		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "alerts": 2}, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
+		build: func(s SandboxSettings) *engine.JobSpec {
+			return &engine.JobSpec{
+				Name: "silence-alerts",
+				Operators: []engine.OperatorSpec{
+					{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 4, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys, "wordsPerLine": 1}},
+					{ID: "alerts", Kind: engine.KindAlerts, Parallelism: 2, Options: map[string]any{"timeout": "200ms"}},
+					{ID: "sink", Kind: engine.KindSink, Parallelism: 1},
+				},
+				Edges: []engine.EdgeSpec{
+					{From: "source", To: "alerts", Partitioner: engine.Hash},
+					{From: "alerts", To: "sink", Partitioner: engine.Rebalance},
 				},
 			}
 		},
