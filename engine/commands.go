@@ -18,6 +18,10 @@ const (
 	CmdRescale            = "rescale"             // Operator, Parallelism
 	CmdInject             = "inject"              // Operator, Partition (-1 = next in turn), Text
 	CmdRestore            = "restore"             // Checkpoint: start again from retained checkpoint or savepoint N
+	// CmdUpgrade starts a changed job from a retained checkpoint or
+	// savepoint: Checkpoint, Change (see UpgradeChanges) with Operator,
+	// Kind, UID, Parallelism or MaxParallelism, AllowNonRestoredState.
+	CmdUpgrade = "upgrade"
 )
 
 // Command is one thing a user (or a lesson, or the chaos run) does to the
@@ -35,6 +39,13 @@ type Command struct {
 	Slots int `json:"slots,omitempty"`
 	// Checkpoint is the retained checkpoint or savepoint a restore starts from.
 	Checkpoint int64 `json:"checkpoint,omitempty"`
+	// Change, Kind, UID, MaxParallelism and AllowNonRestoredState are an
+	// upgrade's (see the Change constants).
+	Change                string `json:"change,omitempty"`
+	Kind                  string `json:"kind,omitempty"`
+	UID                   string `json:"uid,omitempty"`
+	MaxParallelism        int    `json:"maxParallelism,omitempty"`
+	AllowNonRestoredState bool   `json:"allowNonRestoredState,omitempty"`
 }
 
 func (c Command) String() string {
@@ -54,8 +65,24 @@ func (c Command) String() string {
 	if c.Name == CmdAddTaskManager && c.Slots != 0 {
 		add("slots", fmt.Sprint(c.Slots))
 	}
-	if c.Name == CmdRestore {
+	if c.Name == CmdRestore || c.Name == CmdUpgrade {
 		add("checkpoint", fmt.Sprint(c.Checkpoint))
+	}
+	if c.Name == CmdUpgrade {
+		add("change", c.Change)
+		add("kind", c.Kind)
+		if c.UID != "" || c.Change == ChangeSetUID {
+			add("uid", fmt.Sprintf("%q", c.UID))
+		}
+		if c.Change == ChangeSetParallelism {
+			add("parallelism", fmt.Sprint(c.Parallelism))
+		}
+		if c.Change == ChangeSetMaxParallelism {
+			add("maxParallelism", fmt.Sprint(c.MaxParallelism))
+		}
+		if c.AllowNonRestoredState {
+			add("allowNonRestoredState", "true")
+		}
 	}
 	if c.Name == CmdInject {
 		add("partition", fmt.Sprint(c.Partition))
@@ -92,7 +119,7 @@ func (c *core) do(cmd Command, step int64) error {
 }
 
 func (c *core) apply(cmd Command) error {
-	if c.terminal && cmd.Name != CmdAddTaskManager && cmd.Name != CmdRestartTaskManager && cmd.Name != CmdInject && cmd.Name != CmdRestore {
+	if c.terminal && cmd.Name != CmdAddTaskManager && cmd.Name != CmdRestartTaskManager && cmd.Name != CmdInject && cmd.Name != CmdRestore && cmd.Name != CmdUpgrade {
 		return fmt.Errorf("%w: the job is %s", ErrJobTerminal, c.status)
 	}
 	switch cmd.Name {
@@ -120,10 +147,12 @@ func (c *core) apply(cmd Command) error {
 			return fmt.Errorf("%w: restore needs the checkpoint to start from, {\"checkpoint\": N} with N a retained checkpoint or savepoint id", ErrBadCommand)
 		}
 		return c.restoreFrom(cmd.Checkpoint)
+	case CmdUpgrade:
+		return c.upgrade(cmd)
 	}
 	return fmt.Errorf("%w: unknown command %q (want %s)", ErrBadCommand, cmd.Name,
 		strings.Join([]string{CmdCrashSubtask, CmdCrashTaskManager, CmdRestartTaskManager, CmdAddTaskManager,
-			CmdTriggerCheckpoint, CmdTriggerSavepoint, CmdRescale, CmdInject, CmdRestore}, ", "))
+			CmdTriggerCheckpoint, CmdTriggerSavepoint, CmdRescale, CmdInject, CmdRestore, CmdUpgrade}, ", "))
 }
 
 // Engine is what both drivers offer a viewer (the web session, a lesson).

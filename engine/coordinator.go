@@ -135,8 +135,9 @@ func (co *coordinator) ack(c *core, m jmMsg) {
 // every subtask: two-phase-commit sinks commit now.
 func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 	meta := &state.CheckpointMetadata{JobID: c.storage.JobID(), CheckpointID: p.id, Savepoint: p.savepoint}
+	ids := c.operatorIDs()
 	for _, eo := range c.ex.ops {
-		os := state.OperatorState{OperatorID: eo.spec.ID, Parallelism: eo.parallelism, MaxParallelism: eo.maxPar}
+		os := state.OperatorState{OperatorID: eo.spec.ID, Hash: ids[eo.spec.ID], UID: eo.spec.UID, Parallelism: eo.parallelism, MaxParallelism: eo.maxPar}
 		for _, t := range eo.tasks {
 			if st := p.states[t]; st != nil {
 				os.Subtasks = append(os.Subtasks, *st)

@@ -426,8 +426,9 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 // round-robin repartitioner.
 func (c *core) restoreSpecs(ex *execution, meta *state.CheckpointMetadata) (map[*subtask]*restoreSpec, error) {
 	out := map[*subtask]*restoreSpec{}
+	byOp, _ := mapStates(c.spec, meta)
 	for _, eo := range ex.ops {
-		old := meta.Operator(eo.spec.ID)
+		old := byOp[eo.spec.ID]
 		if old == nil {
 			continue // an operator the checkpoint does not know starts empty
 		}
@@ -491,6 +492,10 @@ func rescalePlanMessage(info *RescaleInfo) string {
 // (ErrCorruptCheckpoint) before anything is aborted.
 func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata, only map[string]bool) error {
 	keep := map[string]map[string]bool{}
+	var byOp map[string]*state.OperatorState
+	if meta != nil {
+		byOp, _ = mapStates(c.spec, meta)
+	}
 	for _, o := range c.spec.Operators {
 		if c.sinks[o.ID] == nil {
 			continue
@@ -499,7 +504,7 @@ func (c *core) abortDanglingTransactions(meta *state.CheckpointMetadata, only ma
 		if meta == nil {
 			continue
 		}
-		if os := meta.Operator(o.ID); os != nil {
+		if os := byOp[o.ID]; os != nil {
 			err := decodeElements(meta, os, "pending-transactions", func(p pendingTxn) { keep[o.ID][p.ID] = true })
 			if err != nil {
 				return err

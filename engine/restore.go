@@ -71,6 +71,27 @@ func (c *core) restoreFailed(err error) {
 // sources read after id is read again, and a two-phase-commit sink writes
 // again what it committed after id (duplicates against the ground truth).
 func (c *core) restoreFrom(id int64) error {
+	meta, err := c.retainedCheckpoint(id)
+	if err != nil {
+		return err
+	}
+	reread, rewritten, err := c.restoreCost(meta)
+	if err != nil {
+		return fmt.Errorf("%w from checkpoint %d: %w", ErrRestore, id, err)
+	}
+	what := "checkpoint"
+	if meta.Savepoint {
+		what = "savepoint"
+	}
+	c.resubmit(meta, nil, Event{Kind: EvRestoreRequested, Checkpoint: id, Records: int(reread), Value: rewritten,
+		Message: fmt.Sprintf("restore from %s %d (as flink run -s would): the sources read %d record(s) again that were read after it; a two-phase-commit sink writes again the %d record(s) it committed after it, so they appear twice against the ground truth",
+			what, id, reread, rewritten)})
+	return nil
+}
+
+// retainedCheckpoint loads and verifies retained checkpoint or savepoint id
+// for a restore command; it refuses while a rescale is in progress.
+func (c *core) retainedCheckpoint(id int64) (*state.CheckpointMetadata, error) {
 	infos := c.storage.Checkpoints()
 	var ids []string
 	found := false
@@ -85,24 +106,28 @@ func (c *core) restoreFrom(id int64) error {
 		if len(ids) > 0 {
 			have = "retained: " + strings.Join(ids, ", ")
 		}
-		return fmt.Errorf("%w: no retained checkpoint or savepoint %d (%s; checkpointing.retained keeps more)", ErrBadCommand, id, have)
+		return nil, fmt.Errorf("%w: no retained checkpoint or savepoint %d (%s; checkpointing.retained keeps more)", ErrBadCommand, id, have)
 	}
 	if c.rescaling != nil {
-		return fmt.Errorf("%w: a rescale of %s is in progress; restore when it is done", ErrRestore, c.rescaling.operator)
+		return nil, fmt.Errorf("%w: a rescale of %s is in progress; restore when it is done", ErrRestore, c.rescaling.operator)
 	}
 	meta, err := c.storage.Load(id)
 	if err == nil {
 		err = c.storage.Verify(meta)
 	}
 	if err != nil {
-		return fmt.Errorf("%w from checkpoint %d: %w", ErrRestore, id, err)
+		return nil, fmt.Errorf("%w from checkpoint %d: %w", ErrRestore, id, err)
 	}
-	reread, rewritten, err := c.restoreCost(meta)
-	if err != nil {
-		return fmt.Errorf("%w from checkpoint %d: %w", ErrRestore, id, err)
-	}
-	// The running job (if any) is cancelled; the new one starts from id
-	// with a fresh restart strategy and checkpoint failure count.
+	return meta, nil
+}
+
+// resubmit cancels the running job (if any) and submits it again from
+// checkpoint meta, as a new job run with -s: a fresh restart strategy and
+// checkpoint failure count, and a checkpoint history of its own. With
+// spec set, the new job is that spec (an upgrade); ev announces it.
+func (c *core) resubmit(meta *state.CheckpointMetadata, spec *JobSpec, ev Event) {
+	id := meta.CheckpointID
+	infos := c.storage.Checkpoints()
 	for _, p := range c.coord.pendingList() {
 		c.abortCheckpoint(p, JobFailure, fmt.Sprintf("the job is cancelled to restore checkpoint %d", id))
 	}
@@ -125,17 +150,17 @@ func (c *core) restoreFrom(id int64) error {
 	delete(c.ignored, id)
 	c.recoverable[id] = true
 	c.restoreOverride = id
+	if spec != nil {
+		c.swapSpec(spec)
+	}
 	what := "checkpoint"
 	if meta.Savepoint {
 		what = "savepoint"
 	}
 	c.counters.ManualRestores++
-	c.publish(Event{Kind: EvRestoreRequested, Checkpoint: id, Records: int(reread), Value: rewritten,
-		Message: fmt.Sprintf("restore from %s %d (as flink run -s would): the sources read %d record(s) again that were read after it; a two-phase-commit sink writes again the %d record(s) it committed after it, so they appear twice against the ground truth",
-			what, id, reread, rewritten)})
+	c.publish(ev)
 	c.setJobStatus(JobCreated, fmt.Sprintf("job %s submitted again from %s %d", c.spec.Name, what, id))
 	c.deploy()
-	return nil
 }
 
 // restoreCost counts what a restore from meta repeats: source records read

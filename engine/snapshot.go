@@ -51,8 +51,10 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 		j.Edges = append(j.Edges, EdgeView(e))
 	}
 	tmTasks := map[*taskManager][]string{}
+	ids := c.operatorIDs()
 	for i, o := range c.spec.Operators {
-		ov := OperatorView{ID: o.ID, Kind: o.Kind, Parallelism: c.par[o.ID], MaxParallelism: o.MaxParallelism, Keyed: isKeyedKind(o.Kind), Subtasks: []SubtaskView{}}
+		ov := OperatorView{ID: o.ID, Kind: o.Kind, Parallelism: c.par[o.ID], MaxParallelism: o.MaxParallelism, Keyed: isKeyedKind(o.Kind),
+			UID: o.UID, OperatorID: ids[o.ID], Subtasks: []SubtaskView{}}
 		if c.ex != nil {
 			eo := c.ex.ops[i]
 			ov.Parallelism = eo.parallelism
@@ -250,16 +252,16 @@ func (c *core) latestCheckpointOffsets() (map[string]map[int]int64, error) {
 // that does not decode is an error (ErrCorruptCheckpoint), never skipped.
 func (c *core) checkpointOffsets(meta *state.CheckpointMetadata) (map[string]map[int]int64, error) {
 	out := map[string]map[int]int64{}
-	for i := range meta.Operators {
-		os := &meta.Operators[i]
-		if c.topics[os.OperatorID] == nil {
+	byOp, _ := mapStates(c.spec, meta)
+	for name, os := range byOp {
+		if c.topics[name] == nil {
 			continue
 		}
 		m := map[int]int64{}
 		if err := decodeElements(meta, os, "offsets", func(po PartitionOffset) { m[po.Partition] = po.Offset }); err != nil {
 			return nil, err
 		}
-		out[os.OperatorID] = m
+		out[name] = m
 	}
 	return out, nil
 }

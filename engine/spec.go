@@ -143,6 +143,11 @@ type OperatorSpec struct {
 	MaxParallelism int `json:"maxParallelism,omitempty" yaml:"maxParallelism,omitempty"`
 	// Options are the operator kind's settings (see OperatorOptions in doc.go).
 	Options map[string]any `json:"options,omitempty" yaml:"options,omitempty"`
+	// UID is Flink's uid(String): the stable name its state is filed under
+	// in checkpoints and savepoints. Without one the operator ID is
+	// generated from the operator's place in the topology (uid.go), and a
+	// changed job may no longer find its state.
+	UID string `json:"uid,omitempty" yaml:"uid,omitempty"`
 }
 
 // EdgeSpec connects two operators.
@@ -368,6 +373,9 @@ func (s *JobSpec) Validate() error {
 		if _, err := parseOptions(o); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 		}
+	}
+	if err := s.checkUIDs(); err != nil {
+		return err
 	}
 	inputs := map[string][]EdgeSpec{}
 	outputs := map[string][]EdgeSpec{}

@@ -86,12 +86,16 @@ type RestartView struct {
 
 // OperatorView is one operator (a JobVertex) and its subtasks.
 type OperatorView struct {
-	ID             string        `json:"id"`
-	Kind           string        `json:"kind"`
-	Parallelism    int           `json:"parallelism"`
-	MaxParallelism int           `json:"maxParallelism"`
-	Keyed          bool          `json:"keyed"`
-	Subtasks       []SubtaskView `json:"subtasks"`
+	ID             string `json:"id"`
+	Kind           string `json:"kind"`
+	Parallelism    int    `json:"parallelism"`
+	MaxParallelism int    `json:"maxParallelism"`
+	Keyed          bool   `json:"keyed"`
+	// UID is the operator's uid (empty: none); OperatorID is Flink's
+	// OperatorID, the key its state is filed under (uid.go).
+	UID        string        `json:"uid,omitempty"`
+	OperatorID string        `json:"operatorId"`
+	Subtasks   []SubtaskView `json:"subtasks"`
 }
 
 // SubtaskView is one subtask (an ExecutionVertex's current attempt).

@@ -128,8 +128,16 @@ type CheckpointMetadata struct {
 }
 
 // OperatorState is the state of one operator, Flink's OperatorState.
+//
+// OperatorID is the operator's name in the job that wrote the checkpoint;
+// Hash is what Flink calls the OperatorID (32 hex digits, from the
+// operator's uid or generated from the topology), the key a restore matches
+// state by; UID is the uid it came from, if any. A checkpoint without Hash
+// (written before StateLab had uids) is matched by name.
 type OperatorState struct {
 	OperatorID     string         `json:"operatorId"`
+	Hash           string         `json:"hash,omitempty"`
+	UID            string         `json:"uid,omitempty"`
 	Parallelism    int            `json:"parallelism"`
 	MaxParallelism int            `json:"maxParallelism"`
 	Subtasks       []SubtaskState `json:"subtasks"`
