@@ -244,6 +244,9 @@ func (srv *Server) handleTaskState(w http.ResponseWriter, r *http.Request) {
 	if len(a.Keyed) > maxInspectEntries {
 		a.Keyed, a.Truncated = a.Keyed[:maxInspectEntries], true
 	}
+	if len(a.Timers) > maxInspectEntries {
+		a.Timers = a.Timers[:maxInspectEntries]
+	}
 	writeJSON(w, http.StatusOK, a)
 }
 

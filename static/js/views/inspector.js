@@ -166,9 +166,33 @@ export class InspectorView {
     } else if (!d.operator || !d.operator.length) {
       parts.push(h('p', { class: 'empty' }, t('inspector.stateless')));
     }
+    if (d.timers) parts.push(this.renderTimers(d));
     if (d.error) parts.push(h('p', { class: 'empty' }, d.error));
     clear(this.root).append(...parts);
     this.renderHead();
+  }
+
+  // The subtask's timers (Flink's InternalTimerService): keyed state, one
+  // priority queue per key group, in the order they will fire.
+  renderTimers(d) {
+    const w = d.watermark ?? 0; // omitted when 0
+    const wm = w <= -9007199254740991 ? '-∞' : w >= 9007199254740991 ? '+∞' : String(w);
+    const box = h('div', { class: 'timers' }, h('h3', {}, t('inspector.timers'),
+      h('span', { class: 'muted' }, ` ${t('inspector.timerCount', { n: num(d.timers.length) })} · ${t('inspector.watermark', { wm })}`)));
+    if (!d.timers.length) {
+      box.append(h('p', { class: 'empty' }, t('inspector.noTimers')));
+      return box;
+    }
+    const tbody = h('tbody');
+    for (const tm of d.timers.slice(0, PAGE)) {
+      tbody.append(h('tr', {}, h('td', { class: 'num' }, String(tm.timestamp)),
+        h('td', {}, t(tm.domain === 1 ? 'inspector.processingTime' : 'inspector.eventTime')),
+        h('td', {}, h('code', {}, tm.key)), h('td', {}, String(tm.keyGroup)), h('td', {}, tm.namespace ? h('code', {}, tm.namespace) : '–')));
+    }
+    box.append(h('div', { class: 'table-wrap', tabindex: 0 }, h('table', { class: 'keyed' },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'num' }, t('inspector.timerAt')), h('th', { scope: 'col' }, t('inspector.timeDomain')),
+        h('th', { scope: 'col' }, t('inspector.key')), h('th', { scope: 'col' }, t('term.keyGroup')), h('th', { scope: 'col' }, t('inspector.namespace')))), tbody)));
+    return box;
   }
 
   renderRows(tbody, more) {
