@@ -22,6 +22,10 @@ type ChaosConfig struct {
 	Backend  Backend // memory, fs or pebble
 	Driver   string  // step or live
 	Sink     string  // exactly-once or at-least-once
+	// Job is the job under chaos: wordcount (default) or alerts (a
+	// KeyedProcessFunction whose event-time timers are keyed state; its
+	// keyed operator is the one rescaled).
+	Job string
 	// Dir holds local disks and checkpoints; empty uses a temporary directory.
 	Dir    string
 	Logger *slog.Logger
@@ -45,6 +49,7 @@ type ChaosResult struct {
 	Backend    Backend    `json:"backend"`
 	Driver     string     `json:"driver"`
 	Sink       string     `json:"sink"`
+	Job        string     `json:"job,omitempty"`
 	Keys       int        `json:"keys"`
 	Records    int64      `json:"records"`
 	Crashes    int        `json:"crashes"`
@@ -82,7 +87,53 @@ func ChaosSpec(seed int64, records int, backend Backend, sink string) *JobSpec {
 	}
 }
 
+// Chaos jobs.
+const (
+	ChaosWordCount = "wordcount"
+	ChaosAlerts    = "alerts"
+)
+
+// AlertsChaosSpec is the chaos run's timer job: words keyed by themselves
+// into the alerts operator (event-time timeout 50 ms; timestamps are
+// record indexes in ms, so rare words alert many times), then the sink.
+func AlertsChaosSpec(seed int64, records int, backend Backend, sink string) *JobSpec {
+	spec := ChaosSpec(seed, records, backend, sink)
+	spec.Name = "chaos-alerts"
+	spec.Operators = []OperatorSpec{
+		{ID: "source", Kind: KindSource, Parallelism: 2, Options: map[string]any{"partitions": 4, "records": records, "keys": 200, "wordsPerLine": 1}},
+		{ID: "alerts", Kind: KindAlerts, Parallelism: 2, Options: map[string]any{"timeout": "50ms"}},
+		{ID: "sink", Kind: KindSink, Parallelism: 2, Options: map[string]any{"semantics": sink}},
+	}
+	spec.Edges = []EdgeSpec{
+		{From: "source", To: "alerts", Partitioner: Hash},
+		{From: "alerts", To: "sink", Partitioner: Rebalance},
+	}
+	return spec
+}
+
+// jobSpec is the spec of the configured chaos job.
+func (cfg *ChaosConfig) jobSpec() *JobSpec {
+	if cfg.Job == ChaosAlerts {
+		return AlertsChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
+	}
+	return ChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
+}
+
+// keyedOp is the operator the chaos run rescales.
+func (cfg *ChaosConfig) keyedOp() string {
+	if cfg.Job == ChaosAlerts {
+		return "alerts"
+	}
+	return "count"
+}
+
 func (cfg *ChaosConfig) defaults() error {
+	if cfg.Job == "" {
+		cfg.Job = ChaosWordCount
+	}
+	if cfg.Job != ChaosWordCount && cfg.Job != ChaosAlerts {
+		return fmt.Errorf("%w: job %q (want wordcount or alerts)", ErrBadCommand, cfg.Job)
+	}
 	if cfg.Records == 0 {
 		cfg.Records = DefaultChaosRecords
 	}
@@ -199,7 +250,7 @@ func (h *chaosHarness) pickCrash(s *Snapshot) (Command, bool) {
 func (h *chaosHarness) pickRescale(s *Snapshot) Command {
 	cur := 0
 	for _, o := range s.Job.Operators {
-		if o.ID == "count" {
+		if o.ID == h.cfg.keyedOp() {
 			cur = o.Parallelism
 		}
 	}
@@ -207,7 +258,7 @@ func (h *chaosHarness) pickRescale(s *Snapshot) Command {
 	if p >= cur {
 		p++
 	}
-	return Command{Name: CmdRescale, Operator: "count", Parallelism: p}
+	return Command{Name: CmdRescale, Operator: h.cfg.keyedOp(), Parallelism: p}
 }
 
 func (h *chaosHarness) finish(cmp Comparison, counters Counters) {
@@ -222,14 +273,14 @@ func (h *chaosHarness) finish(cmp Comparison, counters Counters) {
 }
 
 func runChaosStep(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
-	spec := ChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
+	spec := cfg.jobSpec()
 	s, err := NewStepper(spec, Options{Dir: cfg.Dir, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc4a05))
-	h := &chaosHarness{cfg: cfg, rng: rng, res: &ChaosResult{Seed: cfg.Seed, Backend: cfg.Backend, Driver: cfg.Driver, Sink: cfg.Sink, Actions: []string{}}}
+	h := &chaosHarness{cfg: cfg, rng: rng, res: &ChaosResult{Seed: cfg.Seed, Backend: cfg.Backend, Driver: cfg.Driver, Sink: cfg.Sink, Job: cfg.Job, Actions: []string{}}}
 	// A run of word count takes about 1.6 steps per source line between
 	// failures; actions are spread over that span.
 	span := int64(cfg.Records)*3/2 + 200
@@ -455,7 +506,7 @@ func (r *ChaosResult) Diff(limit int) []string {
 const liveChaosSpan = 600 * time.Millisecond
 
 func runChaosLive(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
-	spec := ChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
+	spec := cfg.jobSpec()
 	spec.Runtime.BatchSize = 16
 	span := liveChaosSpan
 	if cfg.liveSpan > 0 {
@@ -468,7 +519,7 @@ func runChaosLive(ctx context.Context, cfg ChaosConfig) (*ChaosResult, error) {
 	}
 	defer l.Close()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc4a05))
-	h := &chaosHarness{cfg: cfg, rng: rng, res: &ChaosResult{Seed: cfg.Seed, Backend: cfg.Backend, Driver: cfg.Driver, Sink: cfg.Sink, Actions: []string{}}}
+	h := &chaosHarness{cfg: cfg, rng: rng, res: &ChaosResult{Seed: cfg.Seed, Backend: cfg.Backend, Driver: cfg.Driver, Sink: cfg.Sink, Job: cfg.Job, Actions: []string{}}}
 	if err := l.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,8 @@ func runChaos(ctx context.Context, args []string, io IO) int {
 	seed := fs.Int64("seed", 0, "seed of the run: the job's records, the crash and rescale moments and targets (required)")
 	records := fs.Int("records", engine.DefaultChaosRecords, "lines in the source topic (4 partitions)")
 	crashes := fs.Int("crashes", engine.DefaultChaosCrashes, "crashes of a random subtask or TaskManager, at random moments")
-	rescales := fs.Int("rescales", engine.DefaultChaosRescales, "rescales of the count operator to a random parallelism 1..6")
+	rescales := fs.Int("rescales", engine.DefaultChaosRescales, "rescales of the keyed operator (count, or alerts with --job alerts) to a random parallelism 1..6")
+	job := fs.String("job", engine.ChaosWordCount, "job: wordcount, or alerts (a KeyedProcessFunction whose event-time timers are keyed state)")
 	backend := fs.String("backend", "memory", "state backend: memory, fs or pebble")
 	driver := fs.String("driver", "step", "driver: step (deterministic, virtual time) or live (goroutines, real time)")
 	sink := fs.String("sink", engine.SinkExactlyOnce, "sink: exactly-once (two-phase commit) or at-least-once")
@@ -41,7 +42,7 @@ func runChaos(ctx context.Context, args []string, io IO) int {
 		return code
 	}
 	cfg := engine.ChaosConfig{Seed: *seed, Records: *records, Crashes: *crashes, Rescales: *rescales,
-		Backend: engine.Backend(*backend), Driver: *driver, Sink: *sink}
+		Backend: engine.Backend(*backend), Driver: *driver, Sink: *sink, Job: *job}
 	if *trace && !*asJSON {
 		cfg.Trace = func(line string) { fmt.Fprintln(io.Err, line) }
 	}
