@@ -244,8 +244,72 @@ func (l *Lesson) checkAction(a Action, js **jobState) error {
 			return fmt.Errorf("reset: %w", err)
 		}
 		*js = newJobState(name, spec)
+	default:
+		// A command the lint has no rules of its own for: the catalogue's
+		// types and bounds, as the protocol checks them.
+		return checkCatalogArgs(a)
 	}
 	return nil
+}
+
+// checkCatalogArgs checks a's arguments against the command catalogue:
+// their type, numeric bounds, length and allowed values.
+func checkCatalogArgs(a Action) error {
+	c, ok := catalog.Lookup(a.Name)
+	if !ok {
+		return nil
+	}
+	for k, v := range a.Args {
+		arg, ok := c.Arg(k)
+		if !ok {
+			continue
+		}
+		switch arg.Type {
+		case catalog.Int, catalog.Number:
+			var f float64
+			if arg.Type == catalog.Int {
+				n, err := argInt(a.Args, k)
+				if err != nil {
+					return fmt.Errorf("%s: %w", a.Name, err)
+				}
+				f = float64(n)
+			} else {
+				var err error
+				if f, err = argFloat(a.Args, k); err != nil {
+					return fmt.Errorf("%s: %w", a.Name, err)
+				}
+			}
+			if (arg.HasMin && f < arg.Min) || (arg.HasMax && f > arg.Max) {
+				return fmt.Errorf("%s: %s %g is out of bounds (%s)", a.Name, k, f, boundsText(arg))
+			}
+		case catalog.Text:
+			s, err := argString(a.Args, k)
+			if err != nil {
+				return fmt.Errorf("%s: %w", a.Name, err)
+			}
+			if arg.MaxRunes > 0 && utf8.RuneCountInString(s) > arg.MaxRunes {
+				return fmt.Errorf("%s: %s is longer than %d characters", a.Name, k, arg.MaxRunes)
+			}
+			if len(arg.Values) > 0 && !slices.Contains(arg.Values, s) {
+				return fmt.Errorf("%s: %s %q is not one of %s", a.Name, k, s, strings.Join(arg.Values, ", "))
+			}
+		case catalog.Bool:
+			if _, ok := v.(bool); !ok {
+				return fmt.Errorf("%s: argument %s: want true or false, got %v", a.Name, k, v)
+			}
+		}
+	}
+	return nil
+}
+
+func boundsText(a catalog.Arg) string {
+	switch {
+	case a.HasMin && a.HasMax:
+		return fmt.Sprintf("%g to %g", a.Min, a.Max)
+	case a.HasMin:
+		return fmt.Sprintf("at least %g", a.Min)
+	}
+	return fmt.Sprintf("at most %g", a.Max)
 }
 
 // firstSource returns the source operator named id, or the first source

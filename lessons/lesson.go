@@ -38,9 +38,23 @@ type Lesson struct {
 	// Steps in order.
 	Steps []*Step
 
+	// Capstone, when set, makes the lesson a capstone (issue 19): its
+	// steps are goals with no "do it for me", and each step may have up
+	// to MaxCapstoneHints hints, unlocked one after another.
+	Capstone *Capstone
+
 	job      *engine.JobSpec
 	variants map[string]*engine.JobSpec
 }
+
+// Capstone is the capstone's setting: hint k (from 1) of a step unlocks
+// k × HintEvery seconds after the step became the current one.
+type Capstone struct {
+	HintEvery int `yaml:"hintEvery"`
+}
+
+// MaxCapstoneHints bounds a capstone step's hints.
+const MaxCapstoneHints = 3
 
 // Text is a lesson's words in one language. The Markdown fields are the
 // source; the HTML fields are rendered from them (every character of the
@@ -79,8 +93,11 @@ type StepText struct {
 	TitleHTML string // the heading's inline Markdown, rendered
 	Body      string // Markdown
 	BodyHTML  string
-	Hint      string // Markdown
+	Hint      string // Markdown (every hint block, joined)
 	HintHTML  string
+	// HintsHTML is each hint block, rendered, in order: one for a lesson
+	// step, up to MaxCapstoneHints for a capstone step.
+	HintsHTML []string
 	// Question and Why are the prediction's question and explanation
 	// (the > [!predict] and > [!why] blocks), when the step predicts.
 	Question     string

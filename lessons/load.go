@@ -231,6 +231,7 @@ type scenarioFile struct {
 	Job      yaml.Node            `yaml:"job"`
 	Variants map[string]yaml.Node `yaml:"variants"`
 	Steps    []stepFile           `yaml:"steps"`
+	Capstone *Capstone            `yaml:"capstone"`
 }
 
 type stepFile struct {
@@ -282,6 +283,12 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		return nil, problems
 	}
 	l.Minutes = scen.Minutes
+	if c := scen.Capstone; c != nil {
+		if c.HintEvery < 10 || c.HintEvery > 600 {
+			bad(sf, "", "capstone: hintEvery is %d; give the seconds between hints, 10 to 600", c.HintEvery)
+		}
+		l.Capstone = c
+	}
 	if l.Minutes < minMinutes || l.Minutes > maxMinutes {
 		bad(sf, "", "minutes is %d; a lesson takes %d to %d minutes", l.Minutes, minMinutes, maxMinutes)
 	}
@@ -338,7 +345,14 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		if st.Within < 1 || st.Within > maxWithin {
 			bad(sf, name, "within %d is not within 1..%d", st.Within, maxWithin)
 		}
-		if sfStep.Predict != nil {
+		// A prediction is about the job the step's acting meets: after the
+		// resets that open the step, before anything else it does.
+		predicted := sfStep.Predict == nil
+		predict := func() {
+			if predicted {
+				return
+			}
+			predicted = true
 			p, err := newPrediction(sfStep.Predict, js)
 			if err != nil {
 				bad(sf, name, "%v", err)
@@ -346,6 +360,9 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 			st.Predict = p
 		}
 		for k, af := range sfStep.Actions {
+			if af.Name != cmdReset {
+				predict()
+			}
 			bad := func(file, step, format string, a ...any) {
 				badAt(file, step, lines.item(i, "actions", k), format, a...)
 			}
@@ -362,6 +379,7 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 			}
 			st.Actions = append(st.Actions, a)
 		}
+		predict()
 		if len(sfStep.Check) == 0 {
 			bad(sf, name, "the step has no check; say what must hold when it is done")
 		}
@@ -441,8 +459,10 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 				bad(file, st.ID, "line %d: the step has no text", s.line)
 			case s.hints == 0:
 				bad(file, st.ID, "line %d: the step has no hint (a block quote opened by > [!hint])", s.line)
-			case s.hints > 1:
-				bad(file, st.ID, "line %d: the step has %d hints; keep one", s.line, s.hints)
+			case s.hints > 1 && l.Capstone == nil:
+				bad(file, st.ID, "line %d: the step has %d hints; keep one (only a capstone's steps have several)", s.line, s.hints)
+			case s.hints > MaxCapstoneHints:
+				bad(file, st.ID, "line %d: the step has %d hints; a capstone step has at most %d", s.line, s.hints, MaxCapstoneHints)
 			case strings.TrimSpace(s.hint) == "":
 				bad(file, st.ID, "line %d: the hint is empty", s.line)
 			}
@@ -454,8 +474,12 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 			case st.Predict != nil && (nq != 1 || nw != 1 || question == "" || why == ""):
 				bad(file, st.ID, "line %d: the step predicts, so its section needs one > [!predict] block (the question) and one > [!why] block (shown with the engine's answer)", s.line)
 			}
+			var hintsHTML []string
+			for _, h := range s.hintList {
+				hintsHTML = append(hintsHTML, RenderMarkdown(h))
+			}
 			st.Text[lang] = &StepText{Title: plainText(s.title), TitleHTML: renderInline(s.title), Body: body,
-				BodyHTML: RenderMarkdown(body), Hint: s.hint, HintHTML: RenderMarkdown(s.hint),
+				BodyHTML: RenderMarkdown(body), Hint: s.hint, HintHTML: RenderMarkdown(s.hint), HintsHTML: hintsHTML,
 				Question: question, QuestionHTML: RenderMarkdown(question), Why: why, WhyHTML: RenderMarkdown(why)}
 		}
 		if len(order) == len(want) && !slices.Equal(order, want) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,9 @@ import (
 // did not answer at all.
 //
 // The answer is not written by hand: it is computed with Flink's own rules
-// (the rescale package, which the engine uses), from the job the step meets.
+// (the rescale package, which the engine uses, and the engine's own region
+// and slot rules), from the job the step meets — after the resets that open
+// the step, before its other actions.
 type Prediction struct {
 	// Kind is the question:
 	//   - "key-owner": which subtask of Operator owns Key at Parallelism
@@ -30,19 +33,47 @@ type Prediction struct {
 	//   - "offsets-split": how many of source Operator's partition offsets
 	//     (one list-state element per partition) subtask Subtask restores
 	//     at Parallelism (RoundRobinOperatorStateRepartitioner,
-	//     SPLIT_DISTRIBUTE); a number from 0 to Max, the partitions.
+	//     SPLIT_DISTRIBUTE); a number from 0 to Max, the partitions;
+	//   - "union-restore": how many elements of Operator's union list state
+	//     each new subtask restores when it goes to Parallelism (UNION: every
+	//     subtask receives every element; a tally keeps one element per
+	//     subtask, a union source one per partition); a number;
+	//   - "duplicates": will a failure of the job as it is make Sink hold
+	//     duplicate results (yes/no): no only when the sink commits
+	//     transactionally (two-phase commit, exactly-once) and checkpoints
+	//     are exactly-once (aligned barriers); else replaying from the last
+	//     checkpoint (or from the start) writes results again;
+	//   - "rescale-accepted": will rescaling Operator to Parallelism be
+	//     accepted (yes/no): not above its max parallelism (the number of
+	//     key groups) nor above Flink's cap of 32768;
+	//   - "slots-needed": how many slots the job needs with Operator at
+	//     Parallelism (one slot sharing group, Flink's default: the highest
+	//     parallelism of any operator); a number;
+	//   - "restarted-subtasks": how many subtasks restart when subtask
+	//     Subtask of Operator fails (Flink's region failover,
+	//     RestartPipelinedRegionFailoverStrategy: the failed subtask's
+	//     pipelined region; every subtask under failover: full); a number.
 	Kind        string
 	Operator    string
 	Key         string
 	Parallelism int
 	From, To    int
 	Subtask     int
-	// Choices are what the learner picks from ("count#0", …), nil when the
-	// answer is a number up to Max; Answer is the right one.
+	// Choices are what the learner picks from ("count#0", "yes", …), nil
+	// when the answer is a number up to Max; Answer is the right one.
 	Choices []string
 	Max     int
 	Answer  string
 }
+
+// Yes and No are the choices of a yes/no prediction.
+const (
+	Yes = "yes"
+	No  = "no"
+)
+
+// PredictKinds lists the prediction kinds, for errors and the docs.
+var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks"}
 
 // predictFile is a step's predict: as written in scenario.yaml.
 type predictFile struct {
@@ -53,38 +84,88 @@ type predictFile struct {
 	From        int    `yaml:"from"`
 	To          int    `yaml:"to"`
 	Subtask     int    `yaml:"subtask"`
+	Sink        string `yaml:"sink"`
+}
+
+func yesNo(b bool) string {
+	if b {
+		return Yes
+	}
+	return No
+}
+
+// maxParallelismOf returns the operator's max parallelism (its own, or
+// Flink's default for its parallelism) and whether the job has it.
+func (js *jobState) maxParallelismOf(id string) (*engine.OperatorSpec, int, bool) {
+	for i := range js.spec.Operators {
+		o := &js.spec.Operators[i]
+		if o.ID == id {
+			maxP := o.MaxParallelism
+			if maxP == 0 {
+				maxP = rescale.DefaultMaxParallelism(o.Parallelism)
+			}
+			return o, maxP, true
+		}
+	}
+	return nil, 0, false
+}
+
+// parOf is the operator's parallelism where the step meets the job.
+func (js *jobState) parOf(o *engine.OperatorSpec) int {
+	if p, ok := js.par[o.ID]; ok {
+		return p
+	}
+	return o.Parallelism
 }
 
 // newPrediction checks pf against the job the step meets and computes the
 // answer.
 func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 	switch pf.Kind {
-	case "key-owner", "key-groups-moved":
 	case "offsets-split":
 		return offsetsSplit(pf, js)
+	case "duplicates":
+		return duplicates(pf, js)
+	case "key-owner", "key-groups-moved", "union-restore", "rescale-accepted", "slots-needed", "restarted-subtasks":
 	default:
-		return nil, fmt.Errorf("predict: kind %q is unknown (known: key-owner, key-groups-moved, offsets-split)", pf.Kind)
+		return nil, fmt.Errorf("predict: kind %q is unknown (known: %s)", pf.Kind, strings.Join(PredictKinds, ", "))
 	}
-	var maxP int
-	found := false
-	for _, o := range js.spec.Operators {
-		if o.ID == pf.Operator {
-			found = true
-			maxP = o.MaxParallelism
-			if maxP == 0 {
-				maxP = rescale.DefaultMaxParallelism(o.Parallelism)
-			}
-		}
-	}
+	o, maxP, found := js.maxParallelismOf(pf.Operator)
 	if !found {
 		return nil, fmt.Errorf("predict: the job has no operator %q (operators: %s)", pf.Operator, js.operatorIDs())
 	}
-	if pf.Kind == "key-groups-moved" {
+	switch pf.Kind {
+	case "key-groups-moved":
 		plan, err := rescale.NewPlan(maxP, pf.From, pf.To)
 		if err != nil {
 			return nil, fmt.Errorf("predict: key-groups-moved from %d to %d: %v", pf.From, pf.To, err)
 		}
 		return &Prediction{Kind: pf.Kind, Operator: pf.Operator, From: pf.From, To: pf.To, Max: maxP, Answer: strconv.Itoa(len(plan.Moved))}, nil
+	case "union-restore":
+		return unionRestore(pf, js, o)
+	case "rescale-accepted":
+		if pf.Parallelism < 1 {
+			return nil, fmt.Errorf("predict: rescale-accepted needs a parallelism of 1 or more")
+		}
+		ok := pf.Parallelism <= maxP && pf.Parallelism <= rescale.UpperBoundMaxParallelism
+		return &Prediction{Kind: pf.Kind, Operator: pf.Operator, Parallelism: pf.Parallelism, Choices: []string{Yes, No}, Answer: yesNo(ok)}, nil
+	case "slots-needed":
+		if pf.Parallelism < 1 || pf.Parallelism > maxP {
+			return nil, fmt.Errorf("predict: parallelism %d is not within 1..%d (the max parallelism of %s)", pf.Parallelism, maxP, pf.Operator)
+		}
+		need, total := 0, 0
+		for i := range js.spec.Operators {
+			x := &js.spec.Operators[i]
+			p := js.parOf(x)
+			if x.ID == pf.Operator {
+				p = pf.Parallelism
+			}
+			need = max(need, p)
+			total += p
+		}
+		return &Prediction{Kind: pf.Kind, Operator: pf.Operator, Parallelism: pf.Parallelism, Max: total, Answer: strconv.Itoa(need)}, nil
+	case "restarted-subtasks":
+		return restartedSubtasks(pf, js, o)
 	}
 	if pf.Key == "" {
 		return nil, fmt.Errorf("predict: key-owner needs a key")
@@ -99,6 +180,83 @@ func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 	kg := rescale.KeyGroupForString(pf.Key, maxP)
 	p.Answer = p.Choices[rescale.OperatorIndexForKeyGroup(maxP, pf.Parallelism, kg)]
 	return p, nil
+}
+
+// duplicates answers "duplicates": a transactional sink (pre-commit on the
+// barrier, commit when the checkpoint completes: Flink's
+// TwoPhaseCommitSinkFunction / KafkaSink with DeliveryGuarantee.EXACTLY_ONCE)
+// under exactly-once checkpoints never shows a replayed result; an
+// at-least-once sink writes every record as it comes, so the records
+// replayed after a restore are written again; and at-least-once
+// checkpoints (no alignment) let a snapshot include records that are
+// replayed after the restore.
+func duplicates(pf *predictFile, js *jobState) (*Prediction, error) {
+	var sink *engine.OperatorSpec
+	var sinks []string
+	for i := range js.spec.Operators {
+		o := &js.spec.Operators[i]
+		if o.Kind != engine.KindSink {
+			continue
+		}
+		sinks = append(sinks, o.ID)
+		if pf.Sink == "" || pf.Sink == o.ID {
+			if sink == nil {
+				sink = o
+			}
+		}
+	}
+	if sink == nil {
+		return nil, fmt.Errorf("predict: duplicates: the job has no sink %q (sinks: %s)", pf.Sink, strings.Join(sinks, ", "))
+	}
+	sem := engine.SinkExactlyOnce
+	if s, ok := sink.Options["semantics"].(string); ok {
+		sem = s
+	}
+	exact := sem == engine.SinkExactlyOnce && js.spec.Checkpointing.Mode != engine.AtLeastOnce
+	return &Prediction{Kind: pf.Kind, Operator: sink.ID, Choices: []string{Yes, No}, Answer: yesNo(!exact)}, nil
+}
+
+// unionRestore answers "union-restore": under UNION every new subtask
+// receives the whole list, all the old subtasks' elements.
+func unionRestore(pf *predictFile, js *jobState, o *engine.OperatorSpec) (*Prediction, error) {
+	var elems int
+	switch {
+	case o.Kind == engine.KindTally:
+		elems = js.parOf(o) // one tally entry per subtask
+	case o.Kind == engine.KindSource && o.Options["offsets"] == engine.OffsetsUnion:
+		elems = sourcePartitions(o)
+	default:
+		return nil, fmt.Errorf("predict: union-restore needs an operator with union list state (a tally, or a source with offsets: union); %s is a %s", o.ID, o.Kind)
+	}
+	if pf.Parallelism < 1 {
+		return nil, fmt.Errorf("predict: union-restore needs a parallelism of 1 or more")
+	}
+	return &Prediction{Kind: pf.Kind, Operator: o.ID, Parallelism: pf.Parallelism, Max: max(elems*2, 10), Answer: strconv.Itoa(elems)}, nil
+}
+
+// restartedSubtasks answers "restarted-subtasks" with the engine's regions
+// (JobSpec.PipelinedRegions, Flink's SchedulingPipelinedRegionComputeUtil).
+func restartedSubtasks(pf *predictFile, js *jobState, o *engine.OperatorSpec) (*Prediction, error) {
+	par := map[string]int{}
+	total := 0
+	for i := range js.spec.Operators {
+		x := &js.spec.Operators[i]
+		par[x.ID] = js.parOf(x)
+		total += par[x.ID]
+	}
+	if pf.Subtask < 0 || pf.Subtask >= par[o.ID] {
+		return nil, fmt.Errorf("predict: restarted-subtasks: %s has %d subtasks here, so subtask %d does not exist", o.ID, par[o.ID], pf.Subtask)
+	}
+	n := total
+	if js.spec.Cluster.Failover != engine.FailoverFull {
+		name := o.ID + "#" + strconv.Itoa(pf.Subtask)
+		for _, reg := range js.spec.PipelinedRegions(par) {
+			if slices.Contains(reg, name) {
+				n = len(reg)
+			}
+		}
+	}
+	return &Prediction{Kind: pf.Kind, Operator: o.ID, Subtask: pf.Subtask, Max: total, Answer: strconv.Itoa(n)}, nil
 }
 
 var (
@@ -128,9 +286,9 @@ func takeBlock(text string, open *regexp.Regexp) (rest, block string, n int) {
 }
 
 // predictLabels are the prediction card's words.
-var predictLabels = map[Lang]struct{ legend, commit, committed, yours, engine, right, wrong, none, number string }{
-	EN: {"Predict first", "Commit my answer", "Your answer is in. Now do the step.", "Your answer:", "The engine:", "Right.", "Not this time — here is why.", "(none)", "your answer"},
-	ZH: {"先预测", "提交我的答案", "答案已提交。现在完成这一步。", "你的答案：", "引擎的结果：", "答对了。", "这次没猜中——原因如下。", "（未作答）", "你的答案"},
+var predictLabels = map[Lang]struct{ legend, commit, committed, yours, engine, right, wrong, none, number, yes, no string }{
+	EN: {"Predict first", "Commit my answer", "Your answer is in. Now do the step.", "Your answer:", "The engine:", "Right.", "Not this time — here is why.", "(none)", "your answer", "Yes", "No"},
+	ZH: {"先预测", "提交我的答案", "答案已提交。现在完成这一步。", "你的答案：", "引擎的结果：", "答对了。", "这次没猜中——原因如下。", "（未作答）", "你的答案", "会", "不会"},
 }
 
 // predictHTML renders the prediction card of a step: the question, one
@@ -145,16 +303,29 @@ func predictHTML(lang Lang, stepID string, p *Prediction, questionHTML, whyHTML 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<form class="predict" data-predict="%s" data-step-id="%s"><fieldset><legend>%s</legend>`, e(p.Answer), e(stepID), e(lb.legend))
 	fmt.Fprintf(&b, `<div class="predict-question">%s</div><p class="predict-choices">`, questionHTML)
+	shown := func(c string) string { return `<code>` + e(c) + `</code>` }
+	if slices.Equal(p.Choices, []string{Yes, No}) {
+		shown = func(c string) string {
+			if c == Yes {
+				return e(lb.yes)
+			}
+			return e(lb.no)
+		}
+	}
 	for _, c := range p.Choices {
-		fmt.Fprintf(&b, `<label><input type="radio" name="answer" value="%s"> <code>%s</code></label> `, e(c), e(c))
+		fmt.Fprintf(&b, `<label><input type="radio" name="answer" value="%s"> <span class="predict-choice">%s</span></label> `, e(c), shown(c))
 	}
 	if p.Choices == nil {
 		fmt.Fprintf(&b, `<label><input type="number" name="answer" min="0" max="%d" step="1" inputmode="numeric" required> %s</label>`, p.Max, e(lb.number))
 	}
 	fmt.Fprintf(&b, `</p><button type="submit" class="button predict-commit">%s</button>`, e(lb.commit))
 	fmt.Fprintf(&b, `<p class="predict-committed" hidden>%s</p></fieldset>`, e(lb.committed))
-	fmt.Fprintf(&b, `<div class="predict-result" hidden><p>%s <b class="predict-mine">%s</b> · %s <b class="predict-engine"><code>%s</code></b> `,
-		e(lb.yours), e(lb.none), e(lb.engine), e(p.Answer))
+	answer := `<code>` + e(p.Answer) + `</code>`
+	if p.Choices != nil {
+		answer = shown(p.Answer)
+	}
+	fmt.Fprintf(&b, `<div class="predict-result" hidden><p>%s <b class="predict-mine">%s</b> · %s <b class="predict-engine">%s</b> `,
+		e(lb.yours), e(lb.none), e(lb.engine), answer)
 	fmt.Fprintf(&b, `<span class="predict-right" hidden>%s</span><span class="predict-wrong" hidden>%s</span></p>`, e(lb.right), e(lb.wrong))
 	fmt.Fprintf(&b, `<div class="predict-why">%s</div></div></form>`, whyHTML)
 	return b.String()

@@ -25,6 +25,9 @@ type docSection struct {
 	hint  string // Markdown of the hint block ("" when missing)
 	line  int    // line of the heading, 1-based
 	hints int    // number of hint blocks found
+	// hintList is each hint block's Markdown, in order (a capstone step
+	// may have several, unlocked one after another).
+	hintList []string
 }
 
 var (
@@ -98,6 +101,7 @@ func parseLessonDoc(src string) (*lessonDoc, []string) {
 			return
 		}
 		cur.body, cur.hint, cur.hints = splitHint(text)
+		cur.hintList = splitHints(text)
 		if cur.id == "" {
 			s := *cur
 			doc.end = &s
@@ -132,6 +136,26 @@ func parseLessonDoc(src string) (*lessonDoc, []string) {
 	}
 	flush()
 	return doc, problems
+}
+
+// splitHints returns each "> [!hint]" block quote of a section.
+func splitHints(text string) []string {
+	lines := strings.Split(text, "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		if !hintOpen.MatchString(strings.TrimSpace(lines[i])) {
+			continue
+		}
+		var h []string
+		j := i + 1
+		for ; j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), ">"); j++ {
+			l := strings.TrimPrefix(strings.TrimSpace(lines[j]), ">")
+			h = append(h, strings.TrimPrefix(l, " "))
+		}
+		out = append(out, strings.TrimSpace(strings.Join(h, "\n")))
+		i = j - 1
+	}
+	return out
 }
 
 // splitHint takes the "> [!hint]" block quote out of a section.

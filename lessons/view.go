@@ -21,6 +21,10 @@ type LessonView struct {
 	Steps     []StepView `json:"steps"`
 	Prev      string     `json:"prev,omitempty"` // slug of the previous lesson
 	Next      string     `json:"next,omitempty"`
+	// Capstone: the steps are goals, with no "do it for me"; hint k of a
+	// step unlocks k × HintEvery seconds after the step became current.
+	Capstone  bool `json:"capstone,omitempty"`
+	HintEvery int  `json:"hintEvery,omitempty"`
 }
 
 // StepView is one step of a LessonView. Anchor is the deep link's fragment
@@ -33,6 +37,7 @@ type StepView struct {
 	TitleHTML string        `json:"titleHtml"`
 	BodyHTML  string        `json:"bodyHtml"`
 	HintHTML  string        `json:"hintHtml"`
+	HintsHTML []string      `json:"hintsHtml"`
 	Actions   []CommandView `json:"actions"`
 	Checks    []string      `json:"checks"` // what is checked, one sentence each
 	Within    int           `json:"within"`
@@ -74,6 +79,9 @@ func (l *Lesson) View(lang Lang, c *Catalog) LessonView {
 	}
 	v := LessonView{Slug: l.Slug, Number: l.Number, Minutes: l.Minutes, Lang: lang, Title: t.Title, Summary: t.Summary,
 		IntroHTML: t.IntroHTML, EndTitle: t.EndTitle, EndHTML: t.EndHTML, Steps: []StepView{}}
+	if l.Capstone != nil {
+		v.Capstone, v.HintEvery = true, l.Capstone.HintEvery
+	}
 	if c != nil {
 		prev, next := c.Neighbours(l.Slug)
 		if prev != nil {
@@ -86,7 +94,7 @@ func (l *Lesson) View(lang Lang, c *Catalog) LessonView {
 	for _, st := range l.Steps {
 		tx := st.Text[lang]
 		sv := StepView{ID: st.ID, Number: st.Index + 1, Anchor: StepAnchor(st.Index), Title: tx.Title, TitleHTML: tx.TitleHTML,
-			BodyHTML: tx.BodyHTML, HintHTML: tx.HintHTML, Actions: []CommandView{}, Checks: []string{}, Within: st.Within}
+			BodyHTML: tx.BodyHTML, HintHTML: tx.HintHTML, HintsHTML: tx.HintsHTML, Actions: []CommandView{}, Checks: []string{}, Within: st.Within}
 		if st.Predict != nil {
 			sv.Predict = &PredictView{Choices: st.Predict.Choices, Max: st.Predict.Max, Answer: st.Predict.Answer, QuestionHTML: tx.QuestionHTML, WhyHTML: tx.WhyHTML}
 			sv.BodyHTML = predictHTML(lang, st.ID, st.Predict, tx.QuestionHTML, tx.WhyHTML) + sv.BodyHTML
