@@ -1,3 +1,5 @@
+//go:build !js
+
 package web
 
 // MeasureFanOut measures WebSocket fan-out through StateLab's own web

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The GOOS=js GOARCH=wasm checks of issue 21, for CI (.ci/run) and by hand:
+#
+#   cmd/statelab-wasm/node/test.sh
+#
+# 1. rescale, state, engine, catalog, lessons, web and the wasm entry point
+#    build for js/wasm (Pebble stays out: //go:build !js).
+# 2. The tests of rescale and state (memory and fs backends) and engine
+#    (-short) run in Node on StateLab's in-memory file system
+#    (static/js/memfs.js), the one the static site uses: the fs backend's
+#    checkpoint files never touch the disk.
+#
+# Needs Node (Debian: apt-get install -y --no-install-recommends nodejs).
+# Tests that exist to run Pebble are skipped by name: subtests named
+# "pebble…", and the tests below whose job uses the pebble backend.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
+command -v node >/dev/null || { echo "test.sh: node not found; install Debian's nodejs (apt-get install -y --no-install-recommends nodejs)" >&2; exit 1; }
+EXEC="$PWD/cmd/statelab-wasm/node/go_js_wasm_memfs_exec"
+export GOOS=js GOARCH=wasm
+PEBBLE_ONLY='/pebble|^TestTaskManagerCrashWaitsForResources$|^TestJobAndOperatorNamesStayInsideTheEngineDirectory$'
+go build ./rescale ./state ./engine ./catalog ./lessons ./web ./cmd/statelab-wasm
+go vet ./rescale ./state ./engine
+go test -count=1 -exec "$EXEC" ./rescale ./state
+go test -short -count=1 -timeout 20m -exec "$EXEC" -skip "$PEBBLE_ONLY" ./engine
