@@ -49,6 +49,7 @@ func RunBarePipeline(words []string, parallelism, maxParallelism int) (BareResul
 	}
 	maps := make([][]map[string]int64, parallelism)
 
+	settle()
 	start := time.Now()
 	var counters sync.WaitGroup
 	for d := range parallelism {
@@ -135,6 +136,8 @@ type BareWordCountResult struct {
 	Counts      map[string]int64
 	SinkRecords int
 	Elapsed     time.Duration
+	// CPU is the process's CPU time over Elapsed (every goroutine).
+	CPU time.Duration
 }
 
 // lineBatch is a batch of source lines on the source -> tokenizer edge.
@@ -167,7 +170,8 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 	maps := make([][]map[string]int64, parallelism)
 	sunk := make([][][]sinkRecord, parallelism)
 
-	start := time.Now()
+	settle()
+	start, cpu0 := time.Now(), processCPU()
 	var sinks, counters, sources sync.WaitGroup
 	for d := range parallelism {
 		sinks.Add(1)
@@ -280,9 +284,9 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 	}
 	counters.Wait()
 	sinks.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 
-	res := BareWordCountResult{Counts: make(map[string]int64), Elapsed: elapsed}
+	res := BareWordCountResult{Counts: make(map[string]int64), Elapsed: elapsed, CPU: cpu}
 	for _, groups := range maps {
 		for _, m := range groups {
 			for k, v := range m {

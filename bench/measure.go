@@ -153,3 +153,22 @@ func Rate(n int, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
+
+// cpuDetails gives a case's records per CPU second beside its baseline's
+// (medians over the rounds) and the median of the paired per-round ratios;
+// nil when either was not measured (a platform without process CPU time).
+func cpuDetails(value, baseline []float64) map[string]float64 {
+	n := min(len(value), len(baseline))
+	if n == 0 {
+		return nil
+	}
+	ratios := make([]float64, n)
+	for i := range n {
+		ratios[i] = value[i] / baseline[i]
+	}
+	return map[string]float64{
+		"recordsPerCPUSecond":         Median(value),
+		"baselineRecordsPerCPUSecond": Median(baseline),
+		"ratioPerCPUSecond":           Median(ratios),
+	}
+}

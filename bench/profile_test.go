@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -207,5 +210,59 @@ func TestProfilePebble(t *testing.T) {
 			t.Logf("p%d engine %v (%.0f k/s; cpu incl. setup %v)  bare %v (%.0f k/s; cpu incl. setup %v) ratio %.2f", p, res.Elapsed.Round(time.Millisecond), Rate(len(words), res.Elapsed)/1e3, (c1 - c0).Round(time.Millisecond),
 				b.Elapsed.Round(time.Millisecond), Rate(len(words), b.Elapsed)/1e3, (c2 - c1).Round(time.Millisecond), b.Elapsed.Seconds()/res.Elapsed.Seconds())
 		}
+	}
+}
+
+// TestProfileTimedWindow profiles only what the wordcount case times — from
+// Start to WaitDrained — over several engine runs, one CPU profile per run
+// (STATELAB_PROFILE=DIR; STATELAB_PROFILE_P, STATELAB_PROFILE_BACKEND=pebble,
+// STATELAB_PROFILE_RUNS); read them together with 'go tool pprof -top
+// DIR/*.prof'. Building the job and checking its output are left out; each
+// run is printed beside a bare word count run right after it.
+func TestProfileTimedWindow(t *testing.T) {
+	dir := os.Getenv("STATELAB_PROFILE")
+	if dir == "" || dir == "1" {
+		t.Skip("set STATELAB_PROFILE=DIR")
+	}
+	p, runs, kind := 1, 5, state.Memory
+	fmt.Sscan(os.Getenv("STATELAB_PROFILE_P"), &p)
+	fmt.Sscan(os.Getenv("STATELAB_PROFILE_RUNS"), &runs)
+	if os.Getenv("STATELAB_PROFILE_BACKEND") == "pebble" {
+		kind = state.Pebble
+	}
+	words := Workload{Seed: 1, Records: 1_000_000, Keys: 10_000}.Words()
+	for i := range runs {
+		l, err := engine.NewLive(WordCountSpec(words, kind, p, 128), engine.Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("run%d.prof", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		c0, w0 := cpuNow(), time.Now()
+		if err := l.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitDrained(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		el, cpu := time.Since(w0), cpuNow()-c0
+		pprof.StopCPUProfile()
+		f.Close()
+		l.Close()
+		runtime.GC()
+		c1 := cpuNow()
+		b, err := RunBareWordCount(words, p, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bcpu := cpuNow() - c1
+		t.Logf("p%d %s engine %.2f M/s (cpu %v)  bare word count %.2f M/s (cpu %v)  ratio %.3f, per CPU %.3f", p, kind, Rate(len(words), el)/1e6, cpu.Round(time.Millisecond),
+			Rate(len(words), b.Elapsed)/1e6, bcpu.Round(time.Millisecond), b.Elapsed.Seconds()/el.Seconds(), bcpu.Seconds()/cpu.Seconds())
 	}
 }

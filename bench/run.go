@@ -27,7 +27,7 @@ const (
 )
 
 // Groups lists every group a run can measure.
-var Groups = []string{GroupWordCount, GroupValueState, GroupCheckpoint, GroupRescale, GroupWebSocket, GroupSessions}
+var Groups = []string{GroupWordCount, GroupValueState, GroupCheckpoint, GroupRescale, GroupGrowth, GroupWebSocket, GroupSessions}
 
 // Sizes are the workload sizes of a run.
 type Sizes struct {
@@ -55,6 +55,13 @@ type Sizes struct {
 	// ClassroomForks is the classroom measured by the sessions group
 	// (0: ClassroomForks, the issue's class of 64).
 	ClassroomForks int
+	// GrowthParallelisms are the parallelisms of the growth group's word
+	// count (WordCountRecords words); GrowthRecords the record counts its
+	// cost-against-records series runs at p = 2; BytesPerKeyKeys the keys
+	// of its bytes-per-key case. Empty or 0 skips that part.
+	GrowthParallelisms []int
+	GrowthRecords      []int
+	BytesPerKeyKeys    int
 }
 
 // FullSizes are the sizes of a full run (issue 8's sizes).
@@ -62,7 +69,10 @@ func FullSizes() Sizes {
 	return Sizes{WordCountRecords: 1_000_000, WordCountKeys: 10_000, Parallelisms: []int{1, 2, 4},
 		ValueStateRecords: 1_000_000, PebbleRecords: 200_000,
 		StateSizes: []int{10_000, 100_000, 1_000_000}, CheckpointRounds: 16,
-		Viewers: []int{1, 10, 100}, Events: 20_000}
+		Viewers: []int{1, 10, 100}, Events: 20_000,
+		// 100 M records would hold 1.6 GB of words and a 4.8 GB topic on a
+		// machine shared by other work: the full run stops at 10 M.
+		GrowthParallelisms: []int{1, 2, 4, 8}, GrowthRecords: []int{1_000_000, 3_000_000, 10_000_000}, BytesPerKeyKeys: 1_000_000}
 }
 
 // QuickSizes are the sizes of --quick: the same cases, small enough to
@@ -71,7 +81,8 @@ func QuickSizes() Sizes {
 	return Sizes{WordCountRecords: 50_000, WordCountKeys: 10_000, Parallelisms: []int{1, 2, 4},
 		ValueStateRecords: 200_000, PebbleRecords: 20_000,
 		StateSizes: []int{1_000, 10_000, 100_000}, CheckpointRounds: 4,
-		Viewers: []int{1, 10, 100}, Events: 1_000}
+		Viewers: []int{1, 10, 100}, Events: 1_000,
+		GrowthParallelisms: []int{1, 2, 4, 8}, GrowthRecords: []int{50_000, 500_000}, BytesPerKeyKeys: 100_000}
 }
 
 // Config is one run of the bench.
@@ -166,6 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{GroupValueState, r.valueState},
 		{GroupCheckpoint, r.checkpoint},
 		{GroupRescale, r.rescale},
+		{GroupGrowth, r.growth},
 		{GroupWebSocket, r.webSocket},
 		{GroupSessions, r.sessions},
 	}

@@ -128,6 +128,7 @@ func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir stri
 	}
 	errs := make([]error, p)
 	var wg sync.WaitGroup
+	settle()
 	start := time.Now()
 	for i := range p {
 		wg.Add(1)

@@ -183,7 +183,7 @@ func (s *sourceLogic) poll(t *subtask, batch int) error {
 			continue
 		}
 		b := newBatch()
-		b.recs = s.topic.read(b.recs, pc.partition, pc.offset, batch)
+		b.fill(s.topic, pc.partition, pc.offset, batch)
 		first := pc.offset
 		for _, r := range b.recs {
 			pc.lastTS = max(pc.lastTS, r.Timestamp)

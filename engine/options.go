@@ -220,7 +220,12 @@ func (g *optGetter) strs(name string) []string {
 	}
 	switch t := v.(type) {
 	case []string:
-		return slices.Clone(t)
+		// Shared, not cloned: the list belongs to the engine's own copy of
+		// the spec (JobSpec.Clone) and every option is only read. A
+		// bench-sized "lines" list is a million strings, and a clone of it
+		// for every parse (NewLive, then each deploy) cost 16 MB and a
+		// garbage collection in the middle of the job.
+		return t
 	case []any:
 		out := make([]string, 0, len(t))
 		for _, e := range t {

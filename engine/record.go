@@ -41,6 +41,9 @@ type barrier struct {
 	Stop bool
 	// Time is when the checkpoint was triggered (virtual or real).
 	Time int64
+	// Unaligned marks a barrier of an unaligned checkpoint: a priority
+	// event that overtakes the records queued ahead of it (unaligned.go).
+	Unaligned bool
 }
 
 // element is one entry of a channel: a batch of records, a barrier or a watermark.
@@ -60,6 +63,10 @@ type batch struct {
 	// len(recs)); the keyed operator downstream takes them instead of
 	// hashing each key again. Empty on other edges.
 	kgs []int32
+	// spare is the batch's own slice while recs is borrowed from a topic
+	// (fill): borrowed records are never cleared or reused, and release
+	// gives the batch its own slice back.
+	spare []Record
 }
 
 var batchPool = sync.Pool{New: func() any { return &batch{recs: make([]Record, 0, 64)} }}
@@ -67,12 +74,32 @@ var batchPool = sync.Pool{New: func() any { return &batch{recs: make([]Record, 0
 func newBatch() *batch { return batchPool.Get().(*batch) }
 
 func (b *batch) release() {
-	if b == nil || cap(b.recs) > 4096 {
+	if b == nil {
+		return
+	}
+	if b.spare != nil {
+		b.recs, b.spare = b.spare, nil
+	}
+	if cap(b.recs) > 4096 {
 		return
 	}
 	clear(b.recs)
 	b.recs, b.kgs = b.recs[:0], b.kgs[:0]
 	batchPool.Put(b)
+}
+
+// fill reads into the empty batch b up to n records of partition p of tp
+// from offset off. Records a topic holds (lines from options, records typed
+// in) are never changed once appended, so when all n are such records the
+// batch borrows them instead of copying each: a source reading a
+// million-line topic hands its tokenizer the topic's own records, as a
+// Kafka consumer's fetch hands out the records of the buffer it read.
+func (b *batch) fill(tp *topic, p int, off int64, n int) {
+	if recs := tp.view(p, off, n); recs != nil {
+		b.spare, b.recs = b.recs[:0], recs
+		return
+	}
+	b.recs = tp.read(b.recs, p, off, n)
 }
 
 func (e element) records() int {

@@ -128,6 +128,27 @@ func (t *topic) read(dst []Record, p int, off int64, n int) []Record {
 	return dst
 }
 
+// view returns the records of partition p from offset off, at most n, as
+// the topic holds them (capacity clipped: an append to the result copies),
+// when they are all held records (not generated); else nil. Held records
+// are never changed once appended, so the view stays valid while the topic
+// grows.
+func (t *topic) view(p int, off int64, n int) []Record {
+	gen := t.generated(p)
+	if off < gen || n <= 0 {
+		return nil
+	}
+	t.mu.RLock()
+	extra := t.extra[p]
+	t.mu.RUnlock()
+	i := off - gen
+	if i >= int64(len(extra)) {
+		return nil
+	}
+	j := min(i+int64(n), int64(len(extra)))
+	return extra[i:j:j]
+}
+
 // append adds a record typed in by a user to partition p and returns its offset.
 func (t *topic) append(p int, r Record) int64 {
 	t.mu.Lock()
