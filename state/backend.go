@@ -167,6 +167,9 @@ type StateInfo struct {
 	Name string    `json:"name"`
 	Kind StateKind `json:"kind"`
 	ID   uint16    `json:"id"`
+	// TTL is set when the state has a time-to-live: each stored value
+	// starts with its last-access timestamp (ttl.go).
+	TTL bool `json:"ttl,omitempty"`
 }
 
 // Entry is one state entry for the state inspector. For MapState there is
@@ -178,6 +181,11 @@ type Entry struct {
 	Key      string    `json:"key"`
 	UserKey  string    `json:"userKey,omitempty"`
 	Value    string    `json:"value"`
+	// LastAccess is a TTL state's last-access timestamp (processing time,
+	// ms); Expired is set when it has expired but no read or cleanup has
+	// removed it yet.
+	LastAccess int64 `json:"lastAccess,omitempty"`
+	Expired    bool  `json:"expired,omitempty"`
 }
 
 // KeyGroupMetrics is the size of one key group. Keys counts distinct

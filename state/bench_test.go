@@ -437,5 +437,5 @@ func TestMain(m *testing.M) {
 func (b *pebbleBackend) snapshotFull(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
 	snap := b.db.NewSnapshot()
 	defer snap.Close()
-	return b.writeFull(target, storage, snap, b.States())
+	return b.writeFull(target, storage, snap, b.States(), nil)
 }

@@ -17,7 +17,7 @@ import (
 
 // cloneTarget names the snapshot a copy is made through; it never reaches
 // a checkpoint storage the job uses.
-var cloneTarget = SnapshotTarget{CheckpointID: 1, Savepoint: true}
+var cloneTarget = SnapshotTarget{CheckpointID: 1, Savepoint: true, Copy: true}
 
 // CloneKeyedBackend returns an independent backend with b's state, made
 // for cfg (the copy's own local directory for pebble; the same key-group

@@ -11,6 +11,10 @@ type SnapshotTarget struct {
 	// Savepoint snapshots are self-contained and in the canonical full
 	// format, whatever the backend, so they restore into either backend.
 	Savepoint bool `json:"savepoint"`
+	// Copy marks the snapshot through which a fork copies a live backend
+	// (clone.go): it keeps the state exactly as it is, expired TTL entries
+	// included, so the copy equals the original.
+	Copy bool `json:"-"`
 }
 
 // SnapshotFormat is how a keyed snapshot is laid out.

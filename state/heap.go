@@ -46,6 +46,9 @@ type heapBackend struct {
 	cacheVal   []byte
 	cacheValid bool
 
+	// ttlCursors is where the incremental TTL cleanup of each state stands.
+	ttlCursors map[stateID]*heapTTLCursor
+
 	metrics BackendMetrics
 }
 
@@ -163,6 +166,30 @@ func (b *heapBackend) CurrentKey() ([]byte, int) {
 	return stringBytes(b.key), b.kg
 }
 
+// registerWithTTL is registerInfo for a state registered by a handle: it
+// also records whether the state has a TTL, and refuses a change of that
+// against a restored (or earlier) registration.
+func registerWithTTL(states *[]StateInfo, byName map[string]stateID, name string, kind StateKind, ttl bool) (stateID, error) {
+	_, existed := byName[name]
+	id, err := registerInfo(states, byName, name, kind)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkTTL(&(*states)[id], existed, ttl); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// registerRestored registers a state read back from a snapshot, with its TTL flag.
+func registerRestored(states *[]StateInfo, byName map[string]stateID, st StateInfo) (stateID, error) {
+	id, err := registerInfo(states, byName, st.Name, st.Kind)
+	if err == nil {
+		(*states)[id].TTL = st.TTL
+	}
+	return id, err
+}
+
 // registerInfo gives name an id (or finds it), checking the kind.
 func registerInfo(states *[]StateInfo, byName map[string]stateID, name string, kind StateKind) (stateID, error) {
 	if name == "" {
@@ -187,7 +214,7 @@ func (b *heapBackend) register(name string, kind StateKind, r entryRenderer) (st
 	if b.closed {
 		return 0, ErrClosed
 	}
-	id, err := registerInfo(&b.states, b.byName, name, kind)
+	id, err := registerWithTTL(&b.states, b.byName, name, kind, r.ttl != nil)
 	if err != nil {
 		return 0, err
 	}
@@ -439,7 +466,12 @@ func (b *heapBackend) rendererOf(id stateID) entryRenderer {
 // renderEntry renders one entry for the inspector; a state restored but not
 // registered again has no renderer and is shown with RenderBytes.
 func renderEntry(st StateInfo, r entryRenderer, kr func([]byte) string, g int, key, userKey, value []byte) Entry {
-	e := Entry{State: st.Name, Kind: st.Kind, KeyGroup: g, Key: kr(key), Value: orRaw(r.value)(value)}
+	e := Entry{State: st.Name, Kind: st.Kind, KeyGroup: g, Key: kr(key)}
+	if r.ttl != nil {
+		e.Value, e.LastAccess, e.Expired = r.ttl.render(r.value, value, r.ttl.cfg.Now())
+	} else {
+		e.Value = orRaw(r.value)(value)
+	}
 	if userKey != nil {
 		e.UserKey = orRaw(r.userKey)(userKey)
 	}
@@ -515,11 +547,15 @@ func (b *heapBackend) Snapshot(target SnapshotTarget, storage CheckpointStorage)
 	}
 	w, err := newFullWriter(fw, b.cfg.MaxParallelism, b.cfg.KeyGroupRange, b.States())
 	if err == nil {
+		emit := w.entry
+		if !target.Copy {
+			emit = newSnapshotFilter(b.render).filtered(w.entry)
+		}
 		for i := range b.kgs {
 			if err = w.beginKeyGroup(b.cfg.KeyGroupRange.Start + i); err != nil {
 				break
 			}
-			if err = b.forEach(i, w.entry); err != nil {
+			if err = b.forEach(i, emit); err != nil {
 				break
 			}
 		}
@@ -563,7 +599,7 @@ func restoreHeapBackend(cfg KeyedBackendConfig, storage CheckpointStorage, handl
 			continue
 		}
 		n, err := readFull(storage, h, cfg.KeyGroupRange, func(e *fullEntry) error {
-			id, err := registerInfo(&b.states, b.byName, e.state.Name, e.state.Kind)
+			id, err := registerRestored(&b.states, b.byName, e.state)
 			if err != nil {
 				return fmt.Errorf("%w: checkpoint %d", err, h.CheckpointID)
 			}

@@ -48,7 +48,12 @@ type ReducingState[T any] interface {
 
 // entryRenderer shows a state's stored bytes in the inspector; a nil
 // renderer falls back to RenderBytes.
-type entryRenderer struct{ userKey, value renderer }
+type entryRenderer struct {
+	userKey, value renderer
+	// ttl is set for a state with a time-to-live: its values carry their
+	// last-access timestamp (ttl.go).
+	ttl *ttlState
+}
 
 // stateID is a state's number inside one backend; it is part of every Pebble
 // key and of every entry of a full snapshot.
@@ -80,17 +85,31 @@ func rawOf(b KeyedBackend) (rawBackend, error) {
 	return rb, nil
 }
 
-// Value returns the ValueState called name.
-func Value[T any](b KeyedBackend, name string, c Codec[T]) (ValueState[T], error) {
-	rb, err := rawOf(b)
+// Value returns the ValueState called name. WithTTL gives it a
+// time-to-live.
+func Value[T any](b KeyedBackend, name string, c Codec[T], opts ...Option) (ValueState[T], error) {
+	rb, o, err := rawAndOptions(b, opts)
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindValue, entryRenderer{value: rendererFor(c)})
+	ts := newTTLState(o.ttl, false)
+	id, err := rb.register(name, KindValue, entryRenderer{value: rendererFor(c), ttl: ts})
 	if err != nil {
 		return nil, err
+	}
+	if ts != nil {
+		return newTTLValue(rb, id, name, c, ts), nil
 	}
 	return &valueState[T]{b: rb, id: id, c: c, name: name}, nil
+}
+
+func rawAndOptions(b KeyedBackend, opts []Option) (rawBackend, stateOptions, error) {
+	rb, err := rawOf(b)
+	if err != nil {
+		return nil, stateOptions{}, err
+	}
+	o, err := applyOptions(opts)
+	return rb, o, err
 }
 
 type valueState[T any] struct {
@@ -124,14 +143,24 @@ func (s *valueState[T]) Clear() error { return wrapState(s.b.clear(s.id), "clear
 // List returns the ListState called name. Elements are stored in one value,
 // each uvarint-length-prefixed, so Add appends without reading (Pebble's
 // concatenating merge, as Flink's RocksDB backend uses its append operator).
-func List[T any](b KeyedBackend, name string, c Codec[T]) (ListState[T], error) {
-	rb, err := rawOf(b)
+// With a TTL each element carries its own timestamp, as in Flink's
+// TtlListState.
+func List[T any](b KeyedBackend, name string, c Codec[T], opts ...Option) (ListState[T], error) {
+	rb, o, err := rawAndOptions(b, opts)
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindList, entryRenderer{value: listRenderer(rendererFor(c))})
+	ts := newTTLState(o.ttl, true)
+	r := entryRenderer{value: listRenderer(rendererFor(c)), ttl: ts}
+	if ts != nil {
+		r.value = rendererFor(c) // ttlState.render frames the elements
+	}
+	id, err := rb.register(name, KindList, r)
 	if err != nil {
 		return nil, err
+	}
+	if ts != nil {
+		return &ttlListState[T]{inner: &listState[ttlValue[T]]{b: rb, id: id, c: ttlCodec[T]{c}, name: name}, s: ts}, nil
 	}
 	return &listState[T]{b: rb, id: id, c: c, name: name}, nil
 }
@@ -229,15 +258,20 @@ func listRenderer(elem renderer) renderer {
 	}
 }
 
-// Map returns the MapState called name.
-func Map[K, V any](b KeyedBackend, name string, kc Codec[K], vc Codec[V]) (MapState[K, V], error) {
-	rb, err := rawOf(b)
+// Map returns the MapState called name. With a TTL each entry carries its
+// own timestamp (Flink's TtlMapState).
+func Map[K, V any](b KeyedBackend, name string, kc Codec[K], vc Codec[V], opts ...Option) (MapState[K, V], error) {
+	rb, o, err := rawAndOptions(b, opts)
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindMap, entryRenderer{userKey: rendererFor(kc), value: rendererFor(vc)})
+	ts := newTTLState(o.ttl, false)
+	id, err := rb.register(name, KindMap, entryRenderer{userKey: rendererFor(kc), value: rendererFor(vc), ttl: ts})
 	if err != nil {
 		return nil, err
+	}
+	if ts != nil {
+		return &ttlMapState[K, V]{inner: &mapState[K, ttlValue[V]]{b: rb, id: id, kc: kc, vc: ttlCodec[V]{vc}, name: name}, s: ts}, nil
 	}
 	return &mapState[K, V]{b: rb, id: id, kc: kc, vc: vc, name: name}, nil
 }
@@ -317,17 +351,21 @@ func (s *mapState[K, V]) IsEmpty() (bool, error) {
 func (s *mapState[K, V]) Clear() error { return wrapState(s.b.clear(s.id), "clear", s.name) }
 
 // Reducing returns the ReducingState called name; reduce(acc, v) folds v in.
-func Reducing[T any](b KeyedBackend, name string, c Codec[T], reduce func(acc, v T) T) (ReducingState[T], error) {
+func Reducing[T any](b KeyedBackend, name string, c Codec[T], reduce func(acc, v T) T, opts ...Option) (ReducingState[T], error) {
 	if reduce == nil {
 		return nil, fmt.Errorf("state: reducing state %q needs a reduce function", name)
 	}
-	rb, err := rawOf(b)
+	rb, o, err := rawAndOptions(b, opts)
 	if err != nil {
 		return nil, err
 	}
-	id, err := rb.register(name, KindReducing, entryRenderer{value: rendererFor(c)})
+	ts := newTTLState(o.ttl, false)
+	id, err := rb.register(name, KindReducing, entryRenderer{value: rendererFor(c), ttl: ts})
 	if err != nil {
 		return nil, err
+	}
+	if ts != nil {
+		return &ttlReducingState[T]{v: newTTLValue(rb, id, name, c, ts), reduce: reduce}, nil
 	}
 	return &reducingState[T]{v: valueState[T]{b: rb, id: id, c: c, name: name}, reduce: reduce}, nil
 }

@@ -52,6 +52,9 @@ type pebbleBackend struct {
 
 	seq int
 
+	// ttlCursors is where the background TTL cleanup of each state stands.
+	ttlCursors map[stateID]*pebbleTTLCursor
+
 	// The asynchronous part of a snapshot runs on another goroutine; mu
 	// guards what it shares with the task: the SST files of each snapshot
 	// taken (by checkpoint id) and of the last completed one, which the next
@@ -283,7 +286,7 @@ func (b *pebbleBackend) register(name string, kind StateKind, r entryRenderer) (
 	if b.closed {
 		return 0, ErrClosed
 	}
-	id, err := registerInfo(&b.states, b.byName, name, kind)
+	id, err := registerWithTTL(&b.states, b.byName, name, kind, r.ttl != nil)
 	if err != nil {
 		return 0, err
 	}
@@ -546,9 +549,13 @@ func (b *pebbleBackend) StartSnapshot(target SnapshotTarget, storage CheckpointS
 	} else {
 		snap := b.db.NewSnapshot()
 		states := b.States()
+		var filter snapshotFilter
+		if !target.Copy {
+			filter = newSnapshotFilter(b.render)
+		}
 		run = func() (*KeyedStateHandle, error) {
 			defer snap.Close()
-			return b.writeFull(target, storage, snap, states)
+			return b.writeFull(target, storage, snap, states, filter)
 		}
 		release = func() { snap.Close() }
 	}
@@ -569,18 +576,19 @@ func (b *pebbleBackend) StartSnapshot(target SnapshotTarget, storage CheckpointS
 // writeFull iterates a read view in key order, which is key-group order,
 // and writes the canonical full format; the bytes equal the memory
 // backend's for the same state.
-func (b *pebbleBackend) writeFull(target SnapshotTarget, storage CheckpointStorage, src iterSource, states []StateInfo) (*KeyedStateHandle, error) {
+func (b *pebbleBackend) writeFull(target SnapshotTarget, storage CheckpointStorage, src iterSource, states []StateInfo, filter snapshotFilter) (*KeyedStateHandle, error) {
 	fw, err := storage.CreateFile(target, Exclusive, snapshotFileName(b.cfg.Name, b.cfg.KeyGroupRange))
 	if err != nil {
 		return nil, err
 	}
 	w, err := newFullWriter(fw, b.cfg.MaxParallelism, b.cfg.KeyGroupRange, states)
 	if err == nil {
+		emit := filter.filtered(w.entry)
 		err = scanSource(src, states, b.cfg.KeyGroupRange, func(d decodedKey, v []byte) error {
 			if err := w.beginKeyGroup(d.kg); err != nil {
 				return err
 			}
-			return w.entry(d.id, d.key, d.userKey, v)
+			return emit(d.id, d.key, d.userKey, v)
 		})
 	}
 	var ref FileRef
@@ -773,7 +781,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 			if int(s.ID) != len(b.states) {
 				return nil, fmt.Errorf("%w: checkpoint %d: state ids are not dense", ErrCorrupt, base.CheckpointID)
 			}
-			if _, err := registerInfo(&b.states, b.byName, s.Name, s.Kind); err != nil {
+			if _, err := registerRestored(&b.states, b.byName, s); err != nil {
 				return nil, err
 			}
 		}
@@ -833,7 +841,7 @@ type inserter struct {
 }
 
 func (in *inserter) add(st StateInfo, g int, key, userKey, value []byte) error {
-	id, err := registerInfo(&in.b.states, in.b.byName, st.Name, st.Kind)
+	id, err := registerRestored(&in.b.states, in.b.byName, st)
 	if err != nil {
 		return err
 	}
