@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/statelab/statelab/lessons"
+	"github.com/statelab/statelab/rescale"
 )
 
 // Journeys are browser tests of what a person does: they click and type
@@ -311,6 +312,22 @@ func (j *journey) typeNumber(sel string, n int) {
 	j.run(chromedp.SendKeys(chromedp.CSS(sel), kb.End+"\b\b\b\b"+fmt.Sprint(n)+"\r"))
 }
 
+// jsStepsAgreeWhilePlaying reads the header's step and the timeline's,
+// every 50 ms while the run plays, until they agree at three different steps
+// (or 60 s pass); it returns the steps where they agreed.
+const jsStepsAgreeWhilePlaying = `new Promise((done) => {
+  const agreed = new Set(), t0 = Date.now();
+  const f = () => {
+    const s = window.statelab.model.snap;
+    const m = /step (\d+)/.exec(document.getElementById('clock').textContent);
+    const tl = /^step (\d+) of (\d+)$/.exec(document.getElementById('tl-pos').textContent);
+    if (!s.paused && m && tl && m[1] === tl[1] && tl[1] === tl[2]) agreed.add(Number(m[1]));
+    if (agreed.size >= 3 || Date.now() - t0 > 60000) done([...agreed].slice(0, 3));
+    else setTimeout(f, 50);
+  };
+  f();
+})`
+
 // TestJourneyExplorer: a person explores the sandbox — starts one from the
 // home page, crashes a TaskManager, adds one, rescales count to 4 with the
 // field on its head, travels back in time and reads a story about the step
@@ -334,6 +351,13 @@ func TestJourneyExplorer(t *testing.T) {
 	j.waitJS(60*time.Second, "every subtask running and a checkpoint", jsAllRunning+` && `+jsSnap+`.checkpoints.counts.completed >= 1`)
 	j.accessible("sandbox live")
 	j.shot("01-running")
+	// While the run plays, the header and the timeline count the same steps:
+	// read together, they show the same step at three different steps (a
+	// count of other steps, 20 against 16, never would; a frame's lag only
+	// delays it).
+	agree, err := chromedp.Run(j.ctx, chromedp.Evaluate[[]int](jsStepsAgreeWhilePlaying, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Len(t, agree, 3, "the header's and the timeline's step while the run plays (agreed at %v)", agree)
 
 	// Type a line into the source: the story says where it went, what it
 	// waits behind, and ends when the source has read it.
@@ -345,6 +369,19 @@ func TestJourneyExplorer(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	j.waitJS(180*time.Second, "the typed line read", `document.getElementById('explain-body').innerText.includes('read your line')`)
+	// …then follows it: each word to the count subtask that owns its key
+	// group (as Flink's KeyGroupRangeAssignment computes it), the counts rising
+	// in that subtask's state, and the checkpoint that commits them at the sink.
+	maxPar := eval[int](j.browserEnv, `window.statelab.model.operator('count').maxParallelism`)
+	countPar := eval[int](j.browserEnv, `window.statelab.model.operator('count').parallelism`)
+	typed := eval[string](j.browserEnv, `document.getElementById('explain-body').innerText`)
+	for _, w := range []string{"hello", "flink"} {
+		kg := rescale.KeyGroupForString(w, maxPar)
+		require.Contains(t, typed, fmt.Sprintf("%s → key group %d → count#%d", w, kg, rescale.OperatorIndexForKeyGroup(maxPar, countPar, kg)))
+	}
+	j.waitJS(120*time.Second, "the words counted", `/Counted: count#\d holds hello = \d+/.test(document.getElementById('explain-body').innerText)`)
+	j.waitJS(180*time.Second, "the counts committed", `document.getElementById('explain-body').innerText.includes("your line's counts are in the committed output")`)
+	j.shot("01c-typed-line-committed")
 	// Thousands of records in and out: every subtask box's text stays inside it.
 	require.True(t, eval[bool](j.browserEnv, jsBoxesFit), "a subtask box's text crosses its border")
 	for range 3 {
@@ -576,4 +613,76 @@ func TestBrowserForkAtFullSpeedRuns(t *testing.T) {
 	j.waitJS(20*time.Second, "the fork's story", `document.getElementById('explain-body').innerText.includes('This is your fork')`)
 	j.waitJS(60*time.Second, "the fork running on its own", `!`+jsSnap+`.paused && `+jsAllRunning)
 	j.shot("01-fork-running")
+}
+
+// jsBrokenWords lists the table headers of the source partitions whose
+// words are split across lines ("Checkpoin / ted"): each word's characters
+// must sit on one line. English words are split at spaces; a Chinese header
+// at its spaces and zero-width spaces (the breaks the catalogue allows).
+const jsBrokenWords = `(() => {
+  const out = [];
+  for (const th of document.querySelectorAll('.partitions thead th')) {
+    const node = [...th.childNodes].find((n) => n.nodeType === 3);
+    if (!node) continue;
+    const text = node.textContent;
+    const re = /[^ \u200b]+/g;
+    let m;
+    while ((m = re.exec(text))) {
+      const r = document.createRange();
+      r.setStart(node, m.index);
+      r.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+      if (tops.size > 1) out.push(JSON.stringify(m[0]) + ' on ' + tops.size + ' lines');
+    }
+    if (th.scrollWidth > th.clientWidth + 1) out.push(JSON.stringify(text) + ' wider than its cell: ' + th.scrollWidth + '>' + th.clientWidth);
+  }
+  // Body cells keep their names and figures whole too: a cell's text may
+  // break at a space, never inside "source#0" or "5,000".
+  for (const td of document.querySelectorAll('.partitions tbody td')) {
+    if (td.offsetParent === null) continue;
+    const w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let node; (node = w.nextNode());) {
+      const re = /[^ ​]+/g;
+      let m;
+      while ((m = re.exec(node.textContent))) {
+        const r = document.createRange();
+        r.setStart(node, m.index);
+        r.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+        if (tops.size > 1) out.push('cell ' + JSON.stringify(m[0]) + ' on ' + tops.size + ' lines');
+      }
+    }
+  }
+  for (const table of document.querySelectorAll('.partitions')) {
+    const box = table.parentElement.getBoundingClientRect(), r = table.getBoundingClientRect();
+    if (r.right > box.right + 0.5) out.push('the table reaches ' + Math.round(r.right) + ' px, past its panel at ' + Math.round(box.right) + ' px (widths ' + [...table.querySelectorAll('thead th')].map((th) => Math.round(th.getBoundingClientRect().width)).join(', ') + ')');
+  }
+  return out;
+})()`
+
+// TestBrowserSourceHeadersKeepWords: at a narrow phone's 360 px and a
+// laptop's 1280 px, in English and Chinese, the source partitions table's
+// headers ("Checkpoint offset", 检查点偏移量) break between words, never inside one,
+// the cells keep "source#0" and "32 / 5,000" whole, the table fits its panel,
+// and the page does not scroll sideways.
+func TestBrowserSourceHeadersKeepWords(t *testing.T) {
+	b := newBrowser(t)
+	j := newJourney(b, "headers")
+	for _, width := range []int64{360, 1280} {
+		for _, lang := range []string{"en", "zh"} {
+			j.run(chromedp.EmulateViewport(width, 800))
+			j.openLive("template=wordcount&seed=1&lang=" + lang)
+			j.waitJS(20*time.Second, "the source partitions table", `document.querySelectorAll('.partitions thead th').length === 5`)
+			name := fmt.Sprintf("live %s at %d px", lang, width)
+			heads := eval[[]string](j.browserEnv, `[...document.querySelectorAll('.partitions thead th')].map((th) => th.textContent)`)
+			require.Contains(t, strings.Join(heads, "|"), map[string]string{"en": "Checkpoint offset", "zh": "检查点"}[lang], name)
+			if broken := eval[[]string](j.browserEnv, jsBrokenWords); len(broken) > 0 {
+				t.Errorf("%s: headers break inside a word:\n  %s", name, strings.Join(broken, "\n  "))
+			}
+			j.fits(name)
+			// The table's top just under the sticky toolbar.
+			j.run(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.querySelector('.panel-sources').getBoundingClientRect().top + window.scrollY - (document.querySelector('.toolbar')?.getBoundingClientRect().bottom || 0) - 8)`))
+			j.window(fmt.Sprintf("%d-%s-sources", width, lang))
+		}
+	}
 }

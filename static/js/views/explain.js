@@ -7,6 +7,7 @@ import { h, clear } from '../dom.js';
 import { t } from '../i18n.js';
 import { num, bytes, dur } from '../format.js';
 import { cpFailureText } from './checkpoints.js';
+import { keyGroupFor } from '../keygroups.js';
 
 // byPresenter: on a classroom follower's screen (following, not in a fork
 // of one's own) the presenter acted, not the viewer, so the story says who.
@@ -32,6 +33,15 @@ function failoverText(snap) {
   const attempts = strategy === 'fixed-delay' || r?.maxAttempts ? t('explain.failover.left', { left: snap.job.restartsLeft }) : '';
   const key = snap.checkpoints?.counts?.completed > 0 ? 'explain.failover' : 'explain.failover.none';
   return t(key, { strategy, attempts });
+}
+
+// regions counts the job's pipelined regions as Flink's region failover
+// computes them: forward edges join subtask i of both ends, any other edge
+// joins everything (one region).
+function regions(snap) {
+  const ops = snap.job.operators;
+  if (!ops.length || snap.job.failover === 'full' || snap.job.edges.some((e) => e.partitioner !== 'forward')) return 1;
+  return Math.max(...ops.map((o) => o.parallelism));
 }
 
 // failureText is a failed checkpoint's reason in the page's language.
@@ -143,6 +153,9 @@ export class ExplainView {
             ep.data.cause = e.taskManager;
             this.step(t('explain.tmLost.step', { tm: e.taskManager, tasks }), 'bad');
             if (snap.backend === 'pebble') this.step(t('explain.tmLost.disk'), 'bad');
+            // Where StateLab differs from Flink here, and why (docs/flink-fidelity.md).
+            this.step(t('explain.simplified.heartbeat'), 'simplified');
+            if (regions(snap) > 1) this.step(t('explain.simplified.tmRegions'), 'simplified');
           } else {
             this.step(t('explain.tmJoined', { tm: e.taskManager }));
           }
@@ -206,6 +219,7 @@ export class ExplainView {
           this.start('failover', ta(sp ? 'explain.restoreCmd.titleSp' : 'explain.restoreCmd.title', { n: e.checkpoint }));
           this.episode.data.failed = true;
           this.step(t(sp ? 'explain.restoreCmd.stepSp' : 'explain.restoreCmd.step', { n: e.checkpoint, records: num(e.records || 0), value: num(e.value || 0) }), 'work');
+          this.step(t('explain.simplified.restoreIds', { n: e.checkpoint }), 'simplified');
           break;
         }
         case 'restore-failed': {
@@ -231,12 +245,22 @@ export class ExplainView {
             const ahead = this.injectAhead(ep);
             return ahead > 0 ? t('explain.inject.behind', { n: num(ahead), p: ep.data.partition }) : t('explain.inject.next', { p: ep.data.partition });
           }, 'wait');
+          this.rememberCounts(ep);
           break;
         }
         case 'rescale-started': {
           const from = e.value || this.model.operator(e.operator)?.parallelism;
-          this.start('rescale', t('explain.rescale.title', { op: e.operator, from, to: e.parallelism }));
-          this.step(t('explain.rescale.step1', { op: e.operator }), 'work');
+          // A rescale started while one is under way is that one changed: its
+          // new execution waited for slots, and the engine resubmits it from
+          // the same savepoint (engine's replanRescale).
+          const waited = this.active('rescale')?.data.savepoint || 0;
+          const ep = this.start('rescale', t('explain.rescale.title', { op: e.operator, from, to: e.parallelism }));
+          if (waited) {
+            ep.data.savepoint = waited;
+            this.step(t('explain.simplified.rescaleWaiting', { n: waited, p: e.parallelism }), 'simplified');
+          } else {
+            this.step(t('explain.rescale.step1', { op: e.operator }), 'work');
+          }
           break;
         }
         case 'rescale-plan': {
@@ -303,7 +327,10 @@ export class ExplainView {
             if (st.savepoint && ep.data.manual) ep.done = true;
           }
           const rs = this.active('rescale');
-          if (rs && e.stats?.savepoint) this.step(t('explain.rescale.savepoint', { n: e.checkpoint }));
+          if (rs && e.stats?.savepoint) {
+            rs.data.savepoint = e.checkpoint;
+            this.step(t('explain.rescale.savepoint', { n: e.checkpoint }));
+          }
           break;
         }
         case 'txn-committed': {
@@ -340,14 +367,135 @@ export class ExplainView {
   // followInject ends the typed line's story once its source has read it.
   followInject() {
     const ep = this.active('inject');
-    if (!ep || ep.data.offset === undefined || this.injectAhead(ep) >= 0) return;
+    if (ep && ep.data.follow) { this.followCount(ep); return; }
+    if (!ep || ep.data.read || ep.data.offset === undefined || this.injectAhead(ep) >= 0) return;
     const wait = ep.steps.find((st) => typeof st.text === 'function');
     if (wait) { wait.text = t('explain.inject.waited'); wait.state = 'done'; }
     const sv = this.model.snap.sources.find((x) => x.operator === ep.data.op);
     const p = sv?.partitions.find((x) => x.partition === ep.data.partition);
     const owner = p && p.owner >= 0 ? `${ep.data.op}#${p.owner}` : ep.data.op;
     this.step(t('explain.inject.read', { task: owner, p: ep.data.partition, offset: num(ep.data.offset) }), 'good');
-    ep.done = true;
+    ep.data.read = true;
+    if (!this.followKeyed(ep)) ep.done = true;
+  }
+
+  // injectPath finds where a typed line's records are keyed: through a
+  // tokenizer (one record per word, lower-cased, split at white space, as
+  // the engine's tokenize) or straight from the source (keyed by the line),
+  // along a hash edge to a keyed operator; and the sink after it. Null when
+  // the job does something else on the way.
+  injectPath(ep) {
+    const snap = this.model.snap;
+    const out = (id) => snap.job.edges.filter((e) => e.from === id);
+    const op = (id) => snap.job.operators.find((o) => o.id === id);
+    let keys = [ep.data.text];
+    let at = ep.data.op;
+    let edges = out(at);
+    if (edges.length === 1 && edges[0].partitioner !== 'hash' && op(edges[0].to)?.kind === 'tokenizer') {
+      keys = ep.data.text.split(/[ \t\n\r]+/).filter((w) => w !== '').map((w) => w.toLowerCase());
+      at = edges[0].to;
+      edges = out(at);
+    }
+    if (edges.length !== 1 || edges[0].partitioner !== 'hash') return null;
+    const keyed = op(edges[0].to);
+    if (!keyed || !keyed.keyed) return null;
+    const next = out(keyed.id);
+    const sink = next.length === 1 && op(next[0].to)?.kind === 'sink' ? op(next[0].to) : null;
+    return { keys, keyed, sink, forward: next.length === 1 && next[0].partitioner === 'forward' };
+  }
+
+  // owners says, for each key, its key group and the subtask of the keyed
+  // operator whose range holds it now (as the key-group strip computes it).
+  owners(keyed, keys) {
+    const out = [];
+    for (const key of [...new Set(keys)]) {
+      const kg = keyGroupFor(key, keyed.maxParallelism);
+      const st = keyed.subtasks.find((s) => s.keyGroups && s.keyGroups.start <= kg && kg <= s.keyGroups.end);
+      out.push({ key, kg, task: st ? st.name : `${keyed.id}#?`, times: keys.filter((k) => k === key).length });
+    }
+    return out;
+  }
+
+  // countOf reads a key's value from its subtask's keyed state (the state
+  // inspector's endpoint, one key group); undefined when the key has none.
+  async countOf(o) {
+    const r = await fetch(`/api/sessions/${encodeURIComponent(this.model.snap.session)}/tasks/${encodeURIComponent(o.task)}/state?keyGroup=${o.kg}`);
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    const body = await r.json();
+    const e = (body.keyed || []).find((x) => x.key === o.key);
+    return e ? Number(e.value) : 0;
+  }
+
+  // rememberCounts keeps each key's count as it was when the line was typed.
+  rememberCounts(ep) {
+    const path = this.injectPath(ep);
+    if (!path || path.keyed.kind !== 'count' || !this.model.snap.session) return;
+    const owners = this.owners(path.keyed, path.keys);
+    ep.data.before = {};
+    for (const o of owners) this.countOf(o).then((n) => { if (ep.data.before) ep.data.before[o.key] = n; }).catch(() => {});
+  }
+
+  // followKeyed goes on with the line's story after the source read it: the
+  // keyed operator each record goes to, its count rising in that subtask's
+  // state, then the sink that writes the new counts and the checkpoint that
+  // commits them. False when the job's shape is not one it can follow.
+  followKeyed(ep) {
+    const path = this.injectPath(ep);
+    if (!path) return false;
+    if (path.keys.length === 0) {
+      this.step(t('explain.inject.noWords', { op: path.keyed.id }), 'good');
+      return false;
+    }
+    const owners = this.owners(path.keyed, path.keys);
+    this.step(t('explain.inject.keyBy', { op: path.keyed.id, routes: owners.map((o) => t('explain.inject.route', { key: o.key, kg: o.kg, task: o.task })).join('; ') }));
+    if (path.keyed.kind !== 'count' || !ep.data.before) return false;
+    ep.data.follow = { phase: 'count', path, owners, polled: 0 };
+    this.step(t('explain.inject.counting', { op: path.keyed.id }), 'wait');
+    ep.data.follow.wait = ep.steps[ep.steps.length - 1];
+    return true;
+  }
+
+  // followCount is called with every snapshot while a line is followed.
+  followCount(ep) {
+    const f = ep.data.follow;
+    const snap = this.model.snap;
+    if (f.phase === 'count') {
+      if (f.busy || Date.now() - f.polled < 1000) return;
+      f.busy = true;
+      f.polled = Date.now();
+      const owners = this.owners(snap.job.operators.find((o) => o.id === f.path.keyed.id) || f.path.keyed, f.path.keys);
+      Promise.all(owners.map((o) => this.countOf(o).then((n) => ({ ...o, now: n }))))
+        .then((got) => {
+          if (ep.done || f.phase !== 'count') return;
+          if (!got.every((o) => o.now >= (ep.data.before[o.key] ?? 0) + o.times)) return;
+          f.wait.state = 'done';
+          this.step(t('explain.inject.counted', { counts: got.map((o) => t('explain.inject.count', { task: o.task, key: o.key, value: num(o.now), before: num(ep.data.before[o.key] ?? 0) })).join('; ') }), 'good');
+          const sink = f.path.sink;
+          if (!sink) { ep.done = true; this.dirty = true; return; }
+          const eo = snap.sinks.find((x) => x.operator === sink.id)?.semantics !== 'at-least-once';
+          const tasks = f.path.forward ? [...new Set(got.map((o) => o.task.replace(`${f.path.keyed.id}#`, `${sink.id}#`)))].join(', ') : sink.id;
+          if (!eo) {
+            this.step(t('explain.inject.sinkAlo', { op: f.path.keyed.id, sink: tasks }), 'good');
+            ep.done = true;
+          } else {
+            this.step(t('explain.inject.sinkEo', { op: f.path.keyed.id, sink: tasks }), 'wait');
+            f.wait = ep.steps[ep.steps.length - 1];
+            f.after = Math.max(0, ...this.model.snap.checkpoints.history.map((c) => c.id));
+            f.sink = tasks;
+            f.phase = 'sink';
+          }
+          this.dirty = true;
+        })
+        .catch(() => {})
+        .finally(() => { f.busy = false; });
+    } else if (f.phase === 'sink') {
+      const cp = snap.checkpoints.history.find((c) => c.id > f.after && c.status === 'COMPLETED');
+      if (!cp) return;
+      f.wait.state = 'done';
+      this.step(t('explain.inject.committed', { n: cp.id, sink: f.sink }), 'good');
+      f.phase = 'done';
+      ep.done = true;
+    }
   }
 
   // settle ends a failover once every subtask runs again: the job turns
