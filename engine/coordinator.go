@@ -96,7 +96,7 @@ func (c *core) triggerCheckpoint(savepoint, stop bool) (int64, error) {
 	}
 	c.publish(Event{Kind: EvCheckpointTrigger, Checkpoint: id, Savepoint: savepoint, Stats: copyStats(p.stats),
 		Message: fmt.Sprintf("%s %d triggered at the sources", what, id)})
-	b := barrier{ID: id, Savepoint: savepoint, Stop: stop, Time: int64(now)}
+	b := barrier{ID: id, Savepoint: savepoint, Stop: stop, Time: int64(now), Unaligned: c.startsUnaligned(savepoint)}
 	for _, t := range c.ex.tasks {
 		if t.op.spec.Kind == KindSource {
 			t.sendCtl(control{kind: ctlTrigger, attempt: c.ex.attempt, barrier: b, seq: c.nextSeq()})
@@ -157,6 +157,7 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 	s.EndToEndDuration = now - p.trigger
 	s.StateSize = meta.StateSize()
 	s.CheckpointedSize = meta.CheckpointedSize()
+	s.ChannelStateSize, s.Unaligned = channelStateTotals(s.Subtasks)
 	c.coord.counts.Completed++
 	c.coord.lastEnd = now
 	if !p.savepoint {

@@ -611,6 +611,7 @@ func (c *core) taskFailed(t *subtask, err error) {
 		tm = t.tm.id
 	}
 	c.publish(Event{Kind: EvTaskFailed, Task: t.name, Operator: t.op.spec.ID, TaskManager: tm, Message: fmt.Sprintf("%s failed: %v", t.name, err)})
+	c.failChain(t, err.Error())
 }
 
 // --- failover ---------------------------------------------------------------
@@ -773,6 +774,7 @@ func (c *core) crashSubtask(name string) error {
 	c.counters.Crashes++
 	t.setFailure("crashed")
 	c.publish(Event{Kind: EvTaskFailed, Task: t.name, Operator: t.op.spec.ID, TaskManager: t.tm.id, Message: fmt.Sprintf("%s crashed", t.name)})
+	c.failChain(t, fmt.Sprintf("%s crashed", t.name))
 	c.fail(t, fmt.Sprintf("%s crashed", t.name))
 	return nil
 }

@@ -114,6 +114,9 @@ type channel struct {
 	lastFlow     int64        // records reported in the last flow event (Live)
 	// seqs[i] is when q[i] became deliverable (Stepper FIFO order).
 	seqs []int64
+	// chained is set when the edge is inside an operator chain (chain.go):
+	// records pass by a method call and never queue here.
+	chained bool
 }
 
 func (c *channel) len() int {
@@ -200,7 +203,7 @@ func (c *channel) snapshotElements() []QueuedElement {
 		case elemRecords:
 			out = append(out, QueuedElement{Kind: "records", Records: e.records()})
 		case elemBarrier:
-			out = append(out, QueuedElement{Kind: "barrier", Checkpoint: e.barrier.ID})
+			out = append(out, QueuedElement{Kind: "barrier", Checkpoint: e.barrier.ID, Unaligned: e.barrier.Unaligned})
 		case elemWatermark:
 			out = append(out, QueuedElement{Kind: "watermark", Watermark: e.watermark})
 		}
@@ -268,6 +271,7 @@ func buildExecution(c *core, attempt int, par map[string]int) *execution {
 	for _, t := range ex.tasks {
 		t.initInputs()
 	}
+	markChains(c, ex, par)
 	return ex
 }
 

@@ -322,8 +322,11 @@ func (l *Live) startTasks(ex *execution) {
 	for _, t := range ex.tasks {
 		t.wakeC = make(chan struct{}, 1)
 	}
+	shareChainWake(ex)
 	for _, t := range ex.tasks {
-		l.goTask(ctx, t)
+		if t.chainUp() == nil { // a chain is one thread: its head's
+			l.goTask(ctx, t)
+		}
 	}
 }
 
@@ -356,6 +359,9 @@ func (l *Live) stopTask(t *subtask) {
 func (l *Live) startTask(t *subtask) {
 	if t.wakeC == nil {
 		t.wakeC = make(chan struct{}, 1)
+	}
+	if t.chainUp() != nil {
+		return // its chain's head runs it
 	}
 	if l.exCtx != nil {
 		l.goTask(l.exCtx, t)
@@ -438,16 +444,16 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			return
 		}
 		worked := false
-		if m, ok := t.popCtl(); ok {
-			t.now = l.now()
-			err := t.handleControl(m)
-			if !l.afterHandle(ctx, t, err) {
+		if ct, m, ok := t.popChainCtl(); ok {
+			ct.now = l.now()
+			err := ct.handleControl(m)
+			if !l.afterHandle(ctx, ct, err) {
 				return
 			}
 			t.pubDirty = true // a restore, a snapshot or a rescale changes the figures
 			continue
 		}
-		if t.getStatus() == TaskRunning {
+		if t.chainRunning() {
 			for i := range t.inputs {
 				ch := t.inputs[(rr+i)%len(t.inputs)]
 				if ch.blocked.Load() {
@@ -535,7 +541,15 @@ func (l *Live) afterHandle(ctx context.Context, t *subtask, err error) bool {
 			poke(t.wakeC)
 		}
 	}()
+	err = t.runChain(err)
 	for i, it := range t.outbox {
+		if it.e.kind == elemBarrier && it.e.barrier.Unaligned {
+			// A priority event: it needs no room (unaligned.go).
+			t.pushElement(it, 0)
+			l.activity.Add(1)
+			l.wake(it.ch.to)
+			continue
+		}
 		for it.ch.full() {
 			select {
 			case <-ctx.Done():

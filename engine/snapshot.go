@@ -117,6 +117,7 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 				Capacity: ch.cap, Queued: ch.snapshotElements(), Blocked: ch.blocked.Load(), BlockedBy: ch.blockedFor.Load(),
 				Full: ch.full(), Sent: ch.sentRecs.Load(), Delivered: ch.deliveredRec.Load()})
 		}
+		c.chainViews(&s)
 	}
 	for _, tm := range c.tms {
 		st := TMAlive
@@ -290,12 +291,12 @@ func (t *subtask) stateViewLimit(limit int) TaskStateView {
 		if pg, err := t.keyed.KeyGroupMetrics(); err == nil {
 			v.PerGroup = pg
 		}
-	}
-	if t.opBackend != nil {
 		if to, ok := t.fn.(timerOwner); ok && to.timerService() != nil {
 			v.Timers = timerView(to.timerService(), limit)
 			v.Watermark = t.wm.Load()
 		}
+	}
+	if t.opBackend != nil {
 		if es := t.opBackend.Entries(); es != nil {
 			v.Operator = es
 		}

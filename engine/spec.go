@@ -130,6 +130,10 @@ type JobSpec struct {
 	Cluster       ClusterSpec       `json:"cluster" yaml:"cluster"`
 	Restart       RestartSpec       `json:"restart" yaml:"restart"`
 	Runtime       RuntimeSpec       `json:"runtime" yaml:"runtime"`
+	// Chaining is pipeline.operator-chaining (chain.go): true chains
+	// operators as Flink does by default; unset or false keeps every
+	// operator its own task (StateLab's default).
+	Chaining *bool `json:"chaining,omitempty" yaml:"chaining,omitempty"`
 }
 
 // OperatorSpec is one logical operator (a JobVertex).
@@ -148,6 +152,9 @@ type OperatorSpec struct {
 	// generated from the operator's place in the topology (uid.go), and a
 	// changed job may no longer find its state.
 	UID string `json:"uid,omitempty" yaml:"uid,omitempty"`
+	// Chain is start-new (Flink's startNewChain()) or disable
+	// (disableChaining()); empty chains where the rules allow (chain.go).
+	Chain string `json:"chain,omitempty" yaml:"chain,omitempty"`
 }
 
 // EdgeSpec connects two operators.
@@ -180,6 +187,15 @@ type CheckpointingSpec struct {
 	// MaxStateBytes caps one subtask's snapshot in jobmanager storage (memory
 	// backend); 0 keeps the state package's default (5 MiB).
 	MaxStateBytes int `json:"maxStateBytes,omitempty" yaml:"maxStateBytes,omitempty"`
+	// Unaligned is execution.checkpointing.unaligned (unaligned.go):
+	// barriers overtake in-flight records, which become channel state.
+	Unaligned bool `json:"unaligned,omitempty" yaml:"unaligned,omitempty"`
+	// AlignedCheckpointTimeout is
+	// execution.checkpointing.aligned-checkpoint-timeout: with unaligned
+	// on, a checkpoint starts aligned and switches to unaligned when its
+	// alignment is still going on this long after the trigger (0: start
+	// unaligned).
+	AlignedCheckpointTimeout Duration `json:"alignedCheckpointTimeout,omitempty" yaml:"alignedCheckpointTimeout,omitempty"`
 }
 
 // ClusterSpec is the TaskManagers the job runs on.
@@ -447,6 +463,9 @@ func (s *JobSpec) Validate() error {
 	if err := s.checkAcyclic(); err != nil {
 		return err
 	}
+	if err := s.validateChaining(); err != nil {
+		return err
+	}
 
 	switch s.Backend {
 	case "":
@@ -465,6 +484,9 @@ func (s *JobSpec) Validate() error {
 	}
 	if c.Interval < 0 || c.Timeout < 0 || c.MinPause < 0 {
 		return specErr("checkpoint interval, timeout and min pause cannot be negative")
+	}
+	if err := s.validateUnaligned(); err != nil {
+		return err
 	}
 	if c.Retained == 0 {
 		c.Retained = DefaultRetainedCheckpoints

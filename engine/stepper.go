@@ -149,10 +149,10 @@ func (s *Stepper) candidates(buf []candidate) []candidate {
 	c := s.c
 	if ex := c.ex; ex != nil {
 		for _, t := range ex.tasks {
-			if t.dead.Load() {
-				continue
+			if t.dead.Load() || t.chainUp() != nil {
+				continue // a chained subtask runs in its chain's head (chain.go)
 			}
-			if t.getStatus() == TaskRunning {
+			if t.chainRunning() {
 				space := t.hasOutputSpace()
 				if t.src != nil && space && t.src.pollable() && int64(s.clock) >= t.src.nextPoll {
 					buf = append(buf, candidate{kind: candPoll, t: t, seq: t.pollSeq})
@@ -168,7 +168,7 @@ func (s *Stepper) candidates(buf []candidate) []candidate {
 					}
 				}
 			}
-			if m, ok := t.peekCtl(); ok {
+			if _, m, ok := t.peekChainCtl(); ok {
 				buf = append(buf, candidate{kind: candControl, t: t, seq: m.seq})
 			}
 		}
@@ -298,9 +298,8 @@ func (s *Stepper) execute(cd candidate) {
 		}
 		s.afterHandle(t, err, cost)
 	case candControl:
-		t := cd.t
+		t, m, _ := cd.t.popChainCtl()
 		t.now = s.clock
-		m, _ := t.popCtl()
 		err := t.handleControl(m)
 		s.afterHandle(t, err, costMessage)
 	case candJM:
@@ -325,10 +324,11 @@ func (s *Stepper) execute(cd candidate) {
 // part), events to subscribers; a handler error fails the subtask.
 func (s *Stepper) afterHandle(t *subtask, err error, cost time.Duration) {
 	c := s.c
+	err = t.runChain(err)
 	s.clock += cost + t.cost
 	t.cost = 0
 	for _, it := range t.outbox {
-		it.ch.push(it.e, c.nextSeq())
+		t.pushElement(it, c.nextSeq())
 	}
 	clear(t.outbox)
 	t.outbox = t.outbox[:0]

@@ -133,6 +133,12 @@ type subtask struct {
 	// lastBarrier is the newest checkpoint this subtask has snapshotted or
 	// given up; barriers up to it are ignored.
 	lastBarrier int64
+	// unal is the unaligned checkpoint in progress, replay the restored
+	// channel state still to replay (unaligned.go); early holds what a
+	// chain predecessor handed this subtask before it opened (chain.go).
+	unal   *unalignedCP
+	replay []channelEntry
+	early  []element
 
 	inWM []int64
 	wm   atomic.Int64
@@ -322,6 +328,13 @@ func (t *subtask) popCtl() (control, bool) {
 func (t *subtask) hasOutputSpace() bool {
 	for _, oe := range t.outs {
 		for _, ch := range oe.chans {
+			if ch.chained {
+				// A chain has room when every operator of it has.
+				if !ch.to.hasOutputSpace() {
+					return false
+				}
+				continue
+			}
 			if ch.full() {
 				return false
 			}
@@ -413,8 +426,12 @@ func (t *subtask) broadcastElement(e element) {
 
 // handleElement processes the head element of input channel in.
 func (t *subtask) handleElement(in int, e element) error {
+	if err := t.checkAlignmentTimeout(); err != nil {
+		return err
+	}
 	switch e.kind {
 	case elemRecords:
+		t.persistInFlight(in, e.batch.recs)
 		n := len(e.batch.recs)
 		t.recordsIn.Add(int64(n))
 		if t.verbose {
@@ -496,6 +513,9 @@ func (t *subtask) handleBarrier(in int, b barrier) error {
 	if t.verbose {
 		t.event(Event{Kind: EvBarrierReceived, Channel: ch.name, From: ch.from.name, To: t.name, Edge: edgeRef(ch.edge), Checkpoint: b.ID, Savepoint: b.Savepoint,
 			Message: fmt.Sprintf("%s received barrier %d from %s", t.name, b.ID, ch.from.name)})
+	}
+	if done, err := t.unalignedBarrier(in, b); done {
+		return err
 	}
 	if b.ID <= t.lastBarrier {
 		return nil // a checkpoint this subtask already finished or gave up
@@ -580,7 +600,7 @@ func (t *subtask) checkpoint(b barrier, alignment time.Duration) error {
 	t.updates = 0
 	ack := AckStats{Task: t.name, Operator: t.op.spec.ID, Subtask: t.index,
 		SyncDuration: sync, AsyncDuration: asyncDur, AlignmentDuration: alignment,
-		StartDelay: max(0, t.now-alignment-time.Duration(b.Time)), StateSize: st.Operator.Size(), CheckpointedSize: st.Operator.Size()}
+		StartDelay: max(0, t.now-alignment-time.Duration(b.Time)), StateSize: st.Operator.Size(), CheckpointedSize: st.Operator.Size(), Unaligned: b.Unaligned}
 	t.acks = append(t.acks, pendingAck{delay: asyncDur, async: async, msg: jmMsg{kind: jmAck, attempt: t.ex.attempt, task: t, id: b.ID, state: st, ack: ack}})
 	return nil
 }
@@ -660,6 +680,12 @@ func (t *subtask) handleControl(m control) error {
 		}
 		t.setStatus(TaskRunning)
 		t.toJM = append(t.toJM, jmMsg{kind: jmRunning, attempt: t.ex.attempt, task: t})
+		if err := t.replayChannelState(); err != nil {
+			return err
+		}
+		if err := t.chainOpened(); err != nil {
+			return err
+		}
 	case ctlTrigger:
 		if t.getStatus() != TaskRunning || t.src == nil {
 			t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: m.barrier.ID, reason: t.name + " is not running", failReason: CheckpointDeclinedTaskNotReady})
@@ -694,6 +720,9 @@ func (t *subtask) handleControl(m control) error {
 	case ctlNotifyAborted:
 		if t.alignID == m.id {
 			t.abortAlignment("checkpoint aborted", false)
+		}
+		if t.unal != nil && t.unal.id == m.id {
+			t.abortUnaligned("checkpoint aborted", false)
 		}
 		if m.stop && t.src != nil {
 			t.src.stopped = false // the stop-with-savepoint failed: keep reading
@@ -754,6 +783,9 @@ func (t *subtask) open(r *restoreSpec, tmDir string) error {
 		t.opBackend = r.operator
 	} else {
 		t.opBackend = state.NewOperatorBackend()
+	}
+	if err := t.takeChannelState(); err != nil {
+		return err
 	}
 	// What was restored, before the operator rewrites its operator state.
 	if r != nil && len(t.opBackend.Entries()) > 0 {

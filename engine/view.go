@@ -42,6 +42,9 @@ type JobView struct {
 	Attempt       int            `json:"attempt"`
 	Operators     []OperatorView `json:"operators"`
 	Edges         []EdgeView     `json:"edges"`
+	// Chains are the tasks operator chaining makes, named as Flink's Web
+	// UI names them (chain.go); every operator is in exactly one.
+	Chains []ChainView `json:"chains,omitempty"`
 	// Rescale is the rescale in progress, if any.
 	Rescale *RescaleView `json:"rescale,omitempty"`
 	// WaitingForResources is set while the job needs more slots than the
@@ -96,6 +99,8 @@ type OperatorView struct {
 	UID        string        `json:"uid,omitempty"`
 	OperatorID string        `json:"operatorId"`
 	Subtasks   []SubtaskView `json:"subtasks"`
+	// Chain is the name of the chain (task) the operator runs in.
+	Chain string `json:"chain,omitempty"`
 }
 
 // SubtaskView is one subtask (an ExecutionVertex's current attempt).
@@ -147,6 +152,9 @@ type ChannelView struct {
 	Full      bool            `json:"full"`
 	Sent      int64           `json:"sent"`
 	Delivered int64           `json:"delivered"`
+	// Chained is set for a channel inside an operator chain: records pass
+	// by a method call and never queue in it.
+	Chained bool `json:"chained,omitempty"`
 }
 
 // QueuedElement is one element waiting in a channel, head first.
@@ -155,6 +163,9 @@ type QueuedElement struct {
 	Records    int    `json:"records,omitempty"`
 	Checkpoint int64  `json:"checkpoint,omitempty"`
 	Watermark  int64  `json:"watermark,omitempty"`
+	// Unaligned marks a barrier of an unaligned checkpoint, which went
+	// ahead of the records queued before it.
+	Unaligned bool `json:"unaligned,omitempty"`
 }
 
 // TaskManagerView is one TaskManager.
@@ -227,6 +238,10 @@ type CheckpointStats struct {
 	FailureReason CheckpointFailureReason `json:"failureReason,omitempty"`
 	Subtasks      []AckStats              `json:"subtasks"`
 	Discarded     bool                    `json:"discarded,omitempty"`
+	// Unaligned is set when any subtask took the checkpoint unaligned;
+	// ChannelStateSize is the channel state (in-flight records) it holds.
+	Unaligned        bool  `json:"unaligned,omitempty"`
+	ChannelStateSize int64 `json:"channelStateSize,omitempty"`
 }
 
 // AckStats is one subtask's acknowledgement of a checkpoint.
@@ -244,6 +259,11 @@ type AckStats struct {
 	StartDelay        time.Duration `json:"startDelay"`
 	StateSize         int64         `json:"stateSize"`
 	CheckpointedSize  int64         `json:"checkpointedSize"`
+	// Unaligned is set when the subtask took the checkpoint unaligned;
+	// ChannelStateSize is the in-flight data it persisted (Flink's
+	// "Persisted in-flight data"), part of StateSize.
+	Unaligned        bool  `json:"unaligned,omitempty"`
+	ChannelStateSize int64 `json:"channelStateSize,omitempty"`
 }
 
 // RestoreStats is Flink's "latest restore".
