@@ -129,6 +129,15 @@ var Commands = []Command{
 		{Name: "job", Type: Text}}, Lesson: true},
 	{Name: "snapshot", Follower: true, Lesson: true},
 	{Name: engine.CmdRestore, Args: []Arg{atLeast("checkpoint", Int, 1, true)}, Recorded: true},
+	// upgrade: a changed job from a retained checkpoint or savepoint
+	// (engine.CmdUpgrade; docs/protocol.md, "Upgrading a job").
+	{Name: engine.CmdUpgrade, Args: []Arg{atLeast("checkpoint", Int, 1, true),
+		{Name: "change", Type: Text, Required: true, Values: engine.UpgradeChanges},
+		{Name: "operator", Type: Text}, {Name: "kind", Type: Text, Values: engine.UpgradeAddKinds},
+		{Name: "uid", Type: Text, MaxRunes: engine.MaxUIDLength},
+		bounded("parallelism", Int, 1, rescale.UpperBoundMaxParallelism, false),
+		bounded("maxParallelism", Int, 1, rescale.UpperBoundMaxParallelism, false),
+		{Name: "allowNonRestoredState", Type: Bool}}, Recorded: true},
 	// Lesson sessions (docs/protocol.md, "Lesson commands").
 	{Name: "lesson-status", Follower: true},
 	{Name: "lesson-do", Args: []Arg{atLeast("step", Int, 1, true)}},

@@ -74,6 +74,10 @@ func engineCommand(c Command) engine.Command {
 	if c.Name == CmdRestore {
 		ec.Checkpoint = c.Checkpoint
 	}
+	if c.Name == CmdUpgrade {
+		ec.Checkpoint, ec.Change, ec.Kind, ec.UID = c.Checkpoint, c.Change, c.Kind, c.UID
+		ec.MaxParallelism, ec.AllowNonRestoredState = c.MaxParallelism, c.AllowNonRestoredState
+	}
 	return ec
 }
 

@@ -18,6 +18,8 @@ func protoSample(a catalog.Arg) any {
 	switch {
 	case len(a.Values) > 0:
 		return a.Values[0]
+	case a.Type == catalog.Bool:
+		return true
 	case a.Type == catalog.Text && a.Name == "taskManager":
 		return "tm-1"
 	case a.Type == catalog.Text:

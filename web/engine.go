@@ -97,4 +97,11 @@ type Command struct {
 	LessonStep  int     `json:"lessonStep,omitempty"` // lesson commands: a step, from 1
 	Slots       int     `json:"slots,omitempty"`      // add-taskmanager: 0 = the cluster's slots per TaskManager
 	Checkpoint  int64   `json:"checkpoint,omitempty"` // restore: a retained checkpoint or savepoint id
+	// Change, Kind, UID, MaxParallelism and AllowNonRestoredState are an
+	// upgrade's (upgrade.go).
+	Change                string `json:"change,omitempty"`
+	Kind                  string `json:"kind,omitempty"`
+	UID                   string `json:"uid,omitempty"`
+	MaxParallelism        int    `json:"maxParallelism,omitempty"`
+	AllowNonRestoredState bool   `json:"allowNonRestoredState,omitempty"`
 }

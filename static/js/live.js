@@ -16,6 +16,7 @@ import { SinkView } from './views/sink.js';
 import { LogView } from './views/log.js';
 import { ExplainView } from './views/explain.js';
 import { Timeline } from './timeline.js';
+import { UpgradeDialog } from './upgrade.js';
 
 async function main() {
   const ws = $('workspace');
@@ -82,6 +83,7 @@ async function main() {
   const log = new LogView($('log'), $('log-data'), model);
   const explain = new ExplainView($('explain-body'), model, actions);
   const controls = new Controls(model, send, actions, toast);
+  new UpgradeDialog(model, send, toast); // eslint-disable-line no-new
   const timeline = new Timeline(ws, model, send, toast, (session, step) => {
     location.href = `/sandbox/live?session=${encodeURIComponent(session)}&forked=${encodeURIComponent(step ?? '')}`;
   });
