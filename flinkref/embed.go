@@ -1,7 +1,8 @@
 // Package flinkref carries the Java sources of flinkref (the Maven module in
 // this directory) inside the statelab binary, so `statelab export-flink` can
 // write a Flink project that uses the very operators the conformance tests
-// run. The Go code here only embeds files; the Java is built by Maven.
+// run (Export; the sandbox page offers the same as a zip). The Java is built
+// by Maven.
 package flinkref
 
 import "embed"

@@ -357,6 +357,7 @@ func (srv *Server) shareRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/sessions/{id}/scenario", srv.handleScenario)
 	mux.HandleFunc("GET /api/sessions/{id}/share", srv.handleShare)
 	mux.HandleFunc("GET /api/sessions/{id}/events", srv.handleEventLog)
+	mux.HandleFunc("GET /api/sessions/{id}/export-flink", srv.handleExportFlink)
 	mux.HandleFunc("POST /api/scenarios", srv.handleImport)
 	mux.HandleFunc("GET /replay", srv.handleReplayLink)
 	mux.HandleFunc("POST /replay", srv.handleReplayStart)

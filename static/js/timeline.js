@@ -157,6 +157,7 @@ function shareMenu(tl) {
       item('share.link', () => shareLink(session(), linkOut, tl), 'share-copy'),
       linkOut,
       item('share.scenario', () => download(`/api/sessions/${encodeURIComponent(session())}/scenario`), 'share-scenario'),
+      item('share.flink', () => download(`/api/sessions/${encodeURIComponent(session())}/export-flink`), 'share-flink'),
       item('share.import', () => file.click(), 'share-import'),
       file,
       item('share.events', () => download(`/api/sessions/${encodeURIComponent(session())}/events?format=jsonl`), 'share-events'),

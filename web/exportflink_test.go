@@ -1,0 +1,97 @@
+package web
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// TestExportFlinkOverHTTP: a sandbox whose count was rescaled to 3 is
+// exported from its share menu's address as a zip holding the Maven project
+// `statelab export-flink` writes: the job at the parallelism it runs with
+// now, and every record of its source's partitions (as many as the engine's
+// topic views say each partition holds).
+func TestExportFlinkOverHTTP(t *testing.T) {
+	ts := newRealServer(t, nil)
+	c := ts.dial("template=wordcount&seed=3&slots=2", nil)
+	id := readUntil(t, c, "snapshot", "")["session"].(string)
+	send(t, c, `{"type":"command","id":"s1","name":"step","args":{"count":300}}`)
+	require.Equal(t, "ack", reply(t, c, "s1")["type"])
+	send(t, c, `{"type":"command","id":"r","name":"rescale","args":{"operator":"count","parallelism":3}}`)
+	require.Equal(t, "ack", reply(t, c, "r")["type"])
+	s, _ := ts.srv.Session(id)
+	before := map[string]int{}
+	for _, o := range s.Snapshot().Job.Operators {
+		before[o.ID] = o.Parallelism
+	}
+	par := func() int {
+		for _, o := range s.Snapshot().Job.Operators {
+			if o.ID == "count" {
+				return o.Parallelism
+			}
+		}
+		return 0
+	}
+	for i := 0; par() != 3 && i < 200; i++ {
+		send(t, c, `{"type":"command","id":"st","name":"step","args":{"count":200}}`)
+		require.Equal(t, "ack", reply(t, c, "st")["type"])
+	}
+	require.Equal(t, 3, par(), "count rescaled to 3")
+	snap := s.Snapshot()
+
+	resp, err := http.Get(ts.hs.URL + "/api/sessions/" + id + "/export-flink")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.Equal(t, "application/zip", resp.Header.Get("Content-Type"))
+	assert.Contains(t, resp.Header.Get("Content-Disposition"), `attachment; filename="statelab-`)
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	require.NoError(t, err)
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		require.NoError(t, err)
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		files[strings.TrimPrefix(f.Name, "statelab-job/")] = b
+	}
+	for _, name := range []string{"pom.xml", "job.json", "input.json", "README.md", "src/main/java/org/statelab/flinkref/ExportedJob.java"} {
+		require.Contains(t, files, name)
+	}
+	assert.Contains(t, string(files["pom.xml"]), "<artifactId>statelab-job</artifactId>")
+	spec, err := engine.LoadSpec(files["job.json"])
+	require.NoError(t, err, "job.json is a job spec StateLab reads")
+	for _, o := range spec.Operators {
+		want := before[o.ID]
+		if o.ID == "count" {
+			want = 3
+		}
+		assert.Equal(t, want, o.Parallelism, "%s's parallelism in job.json", o.ID)
+	}
+	var input struct {
+		Sources map[string][][]map[string]any `json:"sources"`
+	}
+	require.NoError(t, json.Unmarshal(files["input.json"], &input))
+	require.Len(t, snap.Sources, 1)
+	parts := input.Sources[snap.Sources[0].Operator]
+	require.Len(t, parts, len(snap.Sources[0].Partitions))
+	for _, p := range snap.Sources[0].Partitions {
+		assert.EqualValues(t, p.End, len(parts[p.Partition]), "partition %d's records", p.Partition)
+	}
+
+	// No such session: a clear 404.
+	resp, err = http.Get(ts.hs.URL + "/api/sessions/nope/export-flink")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
