@@ -118,6 +118,26 @@
 //  5. When n completes the JobManager notifies every subtask; two-phase
 //     sinks commit every pending transaction up to n. An aborted checkpoint
 //     is notified too, so nobody stays blocked.
+//  6. Unaligned checkpoints (checkpointing.unaligned, unaligned.go): the
+//     barrier overtakes the records queued in its channel, which join the
+//     checkpoint as the sender's channel state; a subtask snapshots at its
+//     first barrier, blocks nothing, persists what still arrives before its
+//     other inputs' barriers, and acknowledges when all arrived. With
+//     alignedCheckpointTimeout a checkpoint starts aligned and switches
+//     when its alignment outlasts the timeout. A restore replays the
+//     channel state before new input.
+//
+// # Operator chaining (chain.go)
+//
+// With chaining: true (pipeline.operator-chaining; StateLab's default is
+// off) an operator joins its upstream operator's chain by Flink's rules
+// (single input, forward edge, equal parallelism, neither
+// disableChaining nor a startNewChain downstream). A chain is one task: its
+// head's subtask hands elements to the next operator by a method call (the
+// chained channel never queues), a chain is one goroutine on Live and one
+// schedulable unit on the Stepper, and a failure of any of its operators
+// fails the whole chain's subtask. Snapshots name chains as Flink's Web UI
+// does ("Source: words -> tokenizer").
 //
 // # What the JobManager does
 //

@@ -31,6 +31,8 @@ type FailureSettings struct {
 	Scheduler         string // default or reactive
 	SlotRequest       time.Duration
 	Heartbeat         time.Duration
+	// Pipeline is chaining and unaligned checkpoints (pipeline.go).
+	Pipeline PipelineSettings
 }
 
 // Scheduler names (scheduler setting).
@@ -130,6 +132,9 @@ func parseFailureSettings(q url.Values, f *FailureSettings) error {
 	if err := dur("slotRequestTimeout", time.Millisecond, false, &f.SlotRequest, "slot.request.timeout; Flink's default is 5m"); err != nil {
 		return err
 	}
+	if err := parsePipelineSettings(q, &f.Pipeline); err != nil {
+		return err
+	}
 	return dur("heartbeatTimeout", time.Millisecond, false, &f.Heartbeat, "how long a lost TaskManager goes unnoticed; Flink's heartbeat.timeout is 50s")
 }
 
@@ -163,6 +168,7 @@ func (f FailureSettings) apply(spec *engine.JobSpec) {
 	if f.Heartbeat != 0 {
 		spec.Cluster.HeartbeatTimeout = engine.Duration(f.Heartbeat)
 	}
+	f.Pipeline.apply(spec)
 }
 
 // failureSettingsFromSpec writes the failure settings that rebuild spec's
@@ -192,6 +198,7 @@ func failureSettingsFromSpec(q url.Values, spec *engine.JobSpec) {
 	}
 	q.Set("slotRequestTimeout", spec.Cluster.SlotRequestTimeout.D().String())
 	q.Set("heartbeatTimeout", spec.Cluster.HeartbeatTimeout.D().String())
+	pipelineSettingsFromSpec(q, spec)
 }
 
 // CmdRestore is the restore command: {"checkpoint": N} starts the job again
