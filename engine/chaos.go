@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/statelab/statelab/state"
 )
 
 // ChaosConfig configures a chaos run: word count (a source over 4
@@ -96,12 +98,19 @@ const (
 // AlertsChaosSpec is the chaos run's timer job: words keyed by themselves
 // into the alerts operator (event-time timeout 50 ms; timestamps are
 // record indexes in ms, so rare words alert many times), then the sink.
+// Its keyed state has a TTL (see below).
 func AlertsChaosSpec(seed int64, records int, backend Backend, sink string) *JobSpec {
 	spec := ChaosSpec(seed, records, backend, sink)
 	spec.Name = "chaos-alerts"
 	spec.Operators = []OperatorSpec{
 		{ID: "source", Kind: KindSource, Parallelism: 2, Options: map[string]any{"partitions": 4, "records": records, "keys": 200, "wordsPerLine": 1}},
-		{ID: "alerts", Kind: KindAlerts, Parallelism: 2, Options: map[string]any{"timeout": "50ms"}},
+		// State TTL on the alerts' state, longer than the run (expiry would
+		// make the output depend on processing time, which the ground
+		// truth does not model): values carry their timestamps through
+		// every crash, restore and rescale, and full snapshots run the
+		// TTL filter.
+		{ID: "alerts", Kind: KindAlerts, Parallelism: 2, Options: map[string]any{"timeout": "50ms",
+			"ttl": "1h", "ttlUpdateType": string(state.OnReadAndWrite), "ttlCleanupFullSnapshot": true}},
 		{ID: "sink", Kind: KindSink, Parallelism: 2, Options: map[string]any{"semantics": sink}},
 	}
 	spec.Edges = []EdgeSpec{

@@ -37,13 +37,14 @@ const eventNS = "event"
 
 func (a *alerts) open(t *subtask, _ *restoreSpec, _ *RestoreInfo) error {
 	var err error
-	if a.pending, err = state.Map(t.keyed, "pending", state.Int64Codec, state.Int64Codec); err != nil {
+	opts := t.stateOptions()
+	if a.pending, err = state.Map(t.keyed, "pending", state.Int64Codec, state.Int64Codec, opts...); err != nil {
 		return fmt.Errorf("register pending state: %w", err)
 	}
-	if a.last, err = state.Value(t.keyed, "last", state.Int64Codec); err != nil {
+	if a.last, err = state.Value(t.keyed, "last", state.Int64Codec, opts...); err != nil {
 		return fmt.Errorf("register last state: %w", err)
 	}
-	if a.count, err = state.Value(t.keyed, "count", state.Int64Codec); err != nil {
+	if a.count, err = state.Value(t.keyed, "count", state.Int64Codec, opts...); err != nil {
 		return fmt.Errorf("register count state: %w", err)
 	}
 	if a.timers, err = state.NewTimerService(t.keyed, "user-timers"); err != nil {
@@ -157,4 +158,20 @@ func timerView(ts *state.TimerService, limit int) []state.Timer {
 		out = append(out, ts.Timers(state.ProcessingTime, rest)...)
 	}
 	return out
+}
+
+// NowMillis is the subtask's processing time in milliseconds, the clock of
+// state TTL (Flink's TtlTimeProvider). The subtask itself is the clock, so
+// a fork's copy of a state handle reads the copy's time.
+func (t *subtask) NowMillis() int64 { return int64(t.now / time.Millisecond) }
+
+// stateOptions are the options of the operator's keyed states: its TTL.
+func (t *subtask) stateOptions() []state.Option {
+	ttl := t.op.opts.TTL
+	if ttl == nil {
+		return nil
+	}
+	c := *ttl
+	c.Clock = t
+	return []state.Option{state.WithTTL(c)}
 }

@@ -317,7 +317,7 @@ type keyedAggregate struct {
 }
 
 func (a *keyedAggregate) open(t *subtask, _ *restoreSpec, _ *RestoreInfo) error {
-	v, err := state.Value(t.keyed, a.name, state.Int64Codec)
+	v, err := state.Value(t.keyed, a.name, state.Int64Codec, t.stateOptions()...)
 	if err != nil {
 		return fmt.Errorf("register %s state: %w", a.name, err)
 	}
@@ -374,7 +374,7 @@ type windowCount struct {
 }
 
 func (w *windowCount) open(t *subtask, _ *restoreSpec, _ *RestoreInfo) error {
-	m, err := state.Map(t.keyed, "windows", state.Int64Codec, state.Int64Codec)
+	m, err := state.Map(t.keyed, "windows", state.Int64Codec, state.Int64Codec, t.stateOptions()...)
 	if err != nil {
 		return fmt.Errorf("register windows state: %w", err)
 	}

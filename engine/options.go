@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/statelab/statelab/state"
 )
 
 // Source generators.
@@ -55,20 +57,29 @@ type operatorOptions struct {
 
 	// alerts
 	Timeout time.Duration
+
+	// keyed operators: state time-to-live (nil: none)
+	TTL *state.TTLConfig
 }
+
+// ttlOptions are the state TTL options every keyed operator takes (Flink's
+// StateTtlConfig builder: newBuilder(ttl), setUpdateType,
+// setStateVisibility, cleanupFullSnapshot, cleanupIncrementally /
+// cleanupInRocksdbCompactFilter).
+var ttlOptions = []string{"ttl", "ttlUpdateType", "ttlStateVisibility", "ttlCleanupFullSnapshot", "ttlCleanupSize"}
 
 var knownOptions = map[string][]string{
 	KindSource:          {"partitions", "generator", "records", "keys", "wordsPerLine", "lines", "pages", "windowSize", "clicksPerWindow", "offsets", "rate"},
 	KindTokenizer:       {},
 	KindMap:             {"fn"},
 	KindFilter:          {"exclude", "minLength"},
-	KindCount:           {},
-	KindSum:             {},
-	KindWindowCount:     {"size"},
+	KindCount:           ttlOptions,
+	KindSum:             ttlOptions,
+	KindWindowCount:     append([]string{"size"}, ttlOptions...),
 	KindBroadcastFilter: {},
 	KindTally:           {},
 	KindSink:            {"semantics"},
-	KindAlerts:          {"timeout"},
+	KindAlerts:          append([]string{"timeout"}, ttlOptions...),
 }
 
 // parseOptions reads o.Options for o.Kind, with defaults.
@@ -149,7 +160,54 @@ func parseOptions(o *OperatorSpec) (operatorOptions, error) {
 			g.fail("semantics", "want exactly-once or at-least-once")
 		}
 	}
+	if isKeyedKind(o.Kind) && g.err == nil {
+		opt.TTL = g.ttl()
+	}
 	return opt, g.err
+}
+
+// ttl reads the state TTL options; without "ttl" the others are an error.
+func (g *optGetter) ttl() *state.TTLConfig {
+	d := g.dur("ttl", 0)
+	if _, ok := g.op.Options["ttl"]; !ok {
+		for _, k := range ttlOptions[1:] {
+			if _, ok := g.op.Options[k]; ok {
+				g.fail(k, "needs option \"ttl\" (the time-to-live) as well")
+				return nil
+			}
+		}
+		return nil
+	}
+	c := &state.TTLConfig{TTL: d,
+		UpdateType:          state.TTLUpdateType(g.str("ttlUpdateType", string(state.OnCreateAndWrite))),
+		Visibility:          state.TTLVisibility(g.str("ttlStateVisibility", string(state.NeverReturnExpired))),
+		CleanupFullSnapshot: g.bool("ttlCleanupFullSnapshot", false),
+		CleanupSize:         g.int("ttlCleanupSize", 0),
+	}
+	switch {
+	case g.err != nil:
+	case d < time.Millisecond:
+		g.fail("ttl", "want a time-to-live of at least 1ms, like 10s (Flink: TTL is expected to be positive)")
+	case c.UpdateType != state.OnCreateAndWrite && c.UpdateType != state.OnReadAndWrite:
+		g.fail("ttlUpdateType", "want OnCreateAndWrite or OnReadAndWrite")
+	case c.Visibility != state.NeverReturnExpired && c.Visibility != state.ReturnExpiredIfNotCleanedUp:
+		g.fail("ttlStateVisibility", "want NeverReturnExpired or ReturnExpiredIfNotCleanedUp")
+	case c.CleanupSize < -1:
+		g.fail("ttlCleanupSize", "want entries per cleanup step, 0 for the default or -1 for none")
+	}
+	return c
+}
+
+func (g *optGetter) bool(name string, def bool) bool {
+	v, ok := g.op.Options[name]
+	if !ok {
+		return def
+	}
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	g.fail(name, fmt.Sprintf("want true or false, got %v", v))
+	return def
 }
 
 // optGetter reads typed options, remembering the first error. Numbers come

@@ -190,6 +190,24 @@ func registerRestored(states *[]StateInfo, byName map[string]stateID, st StateIn
 	return id, err
 }
 
+// registerHandleStates registers every state the handles list, in their
+// order, before any entry is read (as Flink restores every state's meta
+// info first): a state's id then does not depend on which key group holds
+// its first entry, so a copy of a backend (clone.go) has the original's ids.
+func registerHandleStates(states *[]StateInfo, byName map[string]stateID, handles []*KeyedStateHandle) error {
+	for _, h := range handles {
+		if h == nil {
+			continue
+		}
+		for _, s := range h.States {
+			if _, err := registerRestored(states, byName, s); err != nil {
+				return fmt.Errorf("%w: checkpoint %d", err, h.CheckpointID)
+			}
+		}
+	}
+	return nil
+}
+
 // registerInfo gives name an id (or finds it), checking the kind.
 func registerInfo(states *[]StateInfo, byName map[string]stateID, name string, kind StateKind) (stateID, error) {
 	if name == "" {
@@ -468,7 +486,7 @@ func (b *heapBackend) rendererOf(id stateID) entryRenderer {
 func renderEntry(st StateInfo, r entryRenderer, kr func([]byte) string, g int, key, userKey, value []byte) Entry {
 	e := Entry{State: st.Name, Kind: st.Kind, KeyGroup: g, Key: kr(key)}
 	if r.ttl != nil {
-		e.Value, e.LastAccess, e.Expired = r.ttl.render(r.value, value, r.ttl.cfg.Now())
+		e.Value, e.LastAccess, e.Expired = r.ttl.render(r.value, value, r.ttl.cfg.Clock.NowMillis())
 	} else {
 		e.Value = orRaw(r.value)(value)
 	}
@@ -593,6 +611,9 @@ func restoreHeapBackend(cfg KeyedBackendConfig, storage CheckpointStorage, handl
 		return nil, err
 	}
 	b := newHeapBackend(cfg)
+	if err := registerHandleStates(&b.states, b.byName, handles); err != nil {
+		return nil, err
+	}
 	var read int64
 	for _, h := range handles {
 		if h == nil {

@@ -106,7 +106,7 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 // a block budget of its own. A cache is a cap, not an allocation: memory is
 // used only for blocks actually read.
 const (
-	pebbleMemTableBytes   = 8 << 20
+	pebbleMemTableBytes   = 1 << 20
 	pebbleBlockCacheBytes = 32 << 20
 	pebbleCacheBytes      = pebbleBlockCacheBytes + 3*pebbleMemTableBytes
 )
@@ -806,6 +806,9 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 		}
 	} else if b.db, err = openPebble(b.dbDir, cfg.Logger, false); err != nil {
 		return nil, fmt.Errorf("state: restore pebble backend in %s: %w", cfg.Dir, err)
+	}
+	if err := registerHandleStates(&b.states, b.byName, handles); err != nil {
+		return nil, err
 	}
 	ins := &inserter{b: b}
 	for i, h := range handles {

@@ -90,3 +90,9 @@ func (b *pebbleBackend) ttlCleanup(id stateID, s *ttlState, n int, now int64) er
 	}
 	return batch.Commit(pebble.NoSync)
 }
+
+func (b *pebbleBackend) bindTTL(id stateID, s *ttlState) {
+	if int(id) < len(b.render) && b.render[id].ttl != s {
+		b.render[id].ttl = s
+	}
+}

@@ -74,9 +74,20 @@ type TTLConfig struct {
 	// (pebble) cleanup checks at a time; 0 takes the default, a negative
 	// value turns it off.
 	CleanupSize int
-	// Now is the processing time in milliseconds (Flink's TtlTimeProvider).
-	Now func() int64
+	// Clock gives the processing time in milliseconds (Flink's
+	// TtlTimeProvider). It is an interface, not a func, so that a deep copy
+	// of a job (a fork) reaches the copy's clock, not the original's.
+	Clock Clock
 }
+
+// Clock is a processing-time clock in milliseconds.
+type Clock interface{ NowMillis() int64 }
+
+// ClockFunc adapts a function to Clock.
+type ClockFunc func() int64
+
+// NowMillis calls f.
+func (f ClockFunc) NowMillis() int64 { return f() }
 
 // ErrTTL reports a TTL configuration or a TTL mismatch on restore.
 var ErrTTL = errors.New("state: state TTL")
@@ -99,8 +110,8 @@ func (c *TTLConfig) validate() error {
 	default:
 		return fmt.Errorf("%w: visibility %q (want NeverReturnExpired or ReturnExpiredIfNotCleanedUp)", ErrTTL, c.Visibility)
 	}
-	if c.Now == nil {
-		return fmt.Errorf("%w: a TTL needs a processing-time clock (TTLConfig.Now)", ErrTTL)
+	if c.Clock == nil {
+		return fmt.Errorf("%w: a TTL needs a processing-time clock (TTLConfig.Clock)", ErrTTL)
 	}
 	return nil
 }
@@ -236,6 +247,7 @@ func (s *ttlState) render(inner renderer, raw []byte, now int64) (string, int64,
 // one step of incremental or background cleanup of state id.
 type ttlCleaner interface {
 	ttlCleanup(id stateID, s *ttlState, n int, now int64) error
+	bindTTL(id stateID, s *ttlState)
 }
 
 // cleanupSize is the configured size for this backend kind.
@@ -250,12 +262,16 @@ func (s *ttlState) cleanupSize(kind BackendKind) int {
 	return n
 }
 
-// afterAccess runs the cleanup step an access triggers.
+// afterAccess runs the cleanup step an access triggers. It also makes s
+// the backend's TTL of the state: a fork's copied backend got the
+// original's renderers, and its handles' TTL (with the copy's clock) takes
+// over at the first access.
 func (s *ttlState) afterAccess(b rawBackend, id stateID, now int64) error {
 	c, ok := b.(ttlCleaner)
 	if !ok {
 		return nil
 	}
+	c.bindTTL(id, s)
 	n := s.cleanupSize(b.Kind())
 	if n <= 0 {
 		return nil
@@ -305,7 +321,7 @@ func newSnapshotFilter(render []entryRenderer) snapshotFilter {
 		for len(fs) <= id {
 			fs = append(fs, f{})
 		}
-		fs[id] = f{r.ttl, r.ttl.cfg.Now()}
+		fs[id] = f{r.ttl, r.ttl.cfg.Clock.NowMillis()}
 	}
 	if fs == nil {
 		return nil

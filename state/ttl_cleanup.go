@@ -83,3 +83,9 @@ func (b *heapBackend) ttlCleanup(id stateID, s *ttlState, n int, now int64) erro
 	}
 	return nil
 }
+
+func (b *heapBackend) bindTTL(id stateID, s *ttlState) {
+	if int(id) < len(b.render) && b.render[id].ttl != s {
+		b.render[id].ttl = s
+	}
+}

@@ -41,7 +41,7 @@ func newTTLValue[T any](rb rawBackend, id stateID, name string, c Codec[T], s *t
 	return &ttlValueState[T]{inner: &valueState[ttlValue[T]]{b: rb, id: id, c: ttlCodec[T]{c}, name: name}, s: s}
 }
 
-func (v *ttlValueState[T]) now() int64 { return v.s.cfg.Now() }
+func (v *ttlValueState[T]) now() int64 { return v.s.cfg.Clock.NowMillis() }
 
 func (v *ttlValueState[T]) done(now int64, err error) error {
 	if err != nil {
@@ -125,7 +125,7 @@ func (l *ttlListState[T]) done(now int64, err error) error {
 // ReturnExpiredIfNotCleanedUp) and writes back the unexpired ones when some
 // expired, or all with a new timestamp with OnReadAndWrite.
 func (l *ttlListState[T]) Get() ([]T, error) {
-	now := l.s.cfg.Now()
+	now := l.s.cfg.Clock.NowMillis()
 	all, err := l.inner.Get()
 	if err != nil {
 		return nil, err
@@ -155,12 +155,12 @@ func (l *ttlListState[T]) Get() ([]T, error) {
 func (l *ttlListState[T]) Add(v T) error { return l.AddAll([]T{v}) }
 
 func (l *ttlListState[T]) AddAll(vs []T) error {
-	now := l.s.cfg.Now()
+	now := l.s.cfg.Clock.NowMillis()
 	return l.done(now, l.inner.AddAll(l.wrap(vs, now)))
 }
 
 func (l *ttlListState[T]) Update(vs []T) error {
-	now := l.s.cfg.Now()
+	now := l.s.cfg.Clock.NowMillis()
 	return l.done(now, l.inner.Update(l.wrap(vs, now)))
 }
 
@@ -190,7 +190,7 @@ func (m *ttlMapState[K, V]) done(now int64, err error) error {
 
 func (m *ttlMapState[K, V]) Get(k K) (V, bool, error) {
 	var zero V
-	now := m.s.cfg.Now()
+	now := m.s.cfg.Clock.NowMillis()
 	tv, ok, err := m.inner.Get(k)
 	if err != nil || !ok {
 		return zero, false, m.done(now, err)
@@ -214,7 +214,7 @@ func (m *ttlMapState[K, V]) Get(k K) (V, bool, error) {
 }
 
 func (m *ttlMapState[K, V]) Put(k K, v V) error {
-	now := m.s.cfg.Now()
+	now := m.s.cfg.Clock.NowMillis()
 	return m.done(now, m.inner.Put(k, ttlValue[V]{ts: now, v: v}))
 }
 
@@ -229,7 +229,7 @@ func (m *ttlMapState[K, V]) Contains(k K) (bool, error) {
 // ReturnExpiredIfNotCleanedUp), then removes the expired ones it saw and,
 // with OnReadAndWrite, refreshes the timestamps of the ones it visited.
 func (m *ttlMapState[K, V]) Iterate(fn func(k K, v V) bool) error {
-	now := m.s.cfg.Now()
+	now := m.s.cfg.Clock.NowMillis()
 	var expired []K
 	var touched []K
 	var touchedV []V

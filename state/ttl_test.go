@@ -17,7 +17,7 @@ type fakeClock struct{ ms int64 }
 func (c *fakeClock) now() int64 { return c.ms }
 
 func ttlCfg(c *fakeClock, mod func(*TTLConfig)) TTLConfig {
-	cfg := TTLConfig{TTL: 100 * time.Millisecond, Now: c.now, CleanupSize: -1}
+	cfg := TTLConfig{TTL: 100 * time.Millisecond, Clock: ClockFunc(c.now), CleanupSize: -1}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -287,12 +287,12 @@ func TestContractTTLMismatchOnRestoreIsRefused(t *testing.T) {
 func TestTTLConfigErrors(t *testing.T) {
 	b := newTestBackend(t, Memory, 128, fullRange)
 	clk := &fakeClock{}
-	_, err := Value(b, "a", Int64Codec, WithTTL(TTLConfig{Now: clk.now}))
+	_, err := Value(b, "a", Int64Codec, WithTTL(TTLConfig{Clock: ClockFunc(clk.now)}))
 	require.ErrorIs(t, err, ErrTTL)
 	assert.Contains(t, err.Error(), "at least 1ms")
 	_, err = Value(b, "b", Int64Codec, WithTTL(TTLConfig{TTL: time.Second}))
 	assert.Contains(t, err.Error(), "clock")
-	_, err = Value(b, "c", Int64Codec, WithTTL(TTLConfig{TTL: time.Second, Now: clk.now, UpdateType: "OnRead"}))
+	_, err = Value(b, "c", Int64Codec, WithTTL(TTLConfig{TTL: time.Second, Clock: ClockFunc(clk.now), UpdateType: "OnRead"}))
 	assert.Contains(t, err.Error(), "want OnCreateAndWrite or OnReadAndWrite")
 }
 
