@@ -55,10 +55,10 @@ func (s *JobSpec) checkUIDs() error {
 // in the operators chained to this one (a forward edge to an operator of the
 // same parallelism and slot sharing group, chaining enabled), so in Flink
 // breaking or forming a chain — disableChaining, a parallelism change on a
-// forward edge — changes generated IDs too. StateLab does not chain
-// operators, hashes with SHA-256 (the first 16 bytes), and so its generated
-// IDs are not Flink's; only the rule that matters to a user is the same:
-// set a uid on every stateful operator before the first savepoint.
+// forward edge — changes generated IDs too. StateLab's generated IDs ignore
+// chaining and hash with SHA-256 (the first 16 bytes), so they are not
+// Flink's; the rule that matters to a user is the same: set a uid on every
+// stateful operator before the first savepoint.
 func (s *JobSpec) OperatorIDs() map[string]string {
 	hashes := map[string][]byte{}
 	inputs := map[string][]string{}
