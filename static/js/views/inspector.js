@@ -204,6 +204,10 @@ export class InspectorView {
     const owner = this.model.tasks.get(this.task)?.st.index ?? -1;
     for (const e of list.slice(0, this.shown)) {
       const value = h('td', { class: 'num' }, e.userKey ? `${e.userKey} → ${e.value}` : e.value);
+      // State TTL: the last access travels with the value; an expired entry
+      // stays until a read or a cleanup removes it (StateTtlConfig).
+      if (e.lastAccess) value.title = t('inspector.lastAccess', { ts: e.lastAccess });
+      if (e.expired) value.append(' ', h('span', { class: 'pill', title: t('inspector.expiredHint') }, t('inspector.expired')));
       const chip = h('span', { class: 'swatch small' });
       chip.style.background = ownerColor(owner);
       const tr = h('tr', {}, h('td', {}, h('code', {}, e.key)), h('td', {}, chip, String(e.keyGroup)), h('td', {}, e.state), value);
