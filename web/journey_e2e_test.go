@@ -392,6 +392,8 @@ func TestJourneyExplorer(t *testing.T) {
 	// Crash a TaskManager: the job waits for a slot, and the badge says so.
 	j.clickLive(`button[aria-label="Crash TaskManager tm-1"]`)
 	j.waitJS(30*time.Second, "the story of the lost TaskManager", `document.getElementById('explain-body').innerText.includes('TaskManager tm-1 crashed')`)
+	// Where StateLab differs from Flink here, the story says so and why.
+	j.waitJS(10*time.Second, "the heartbeat simplification", `document.querySelector('#explain-body .st-simplified')?.innerText.includes('heartbeat.timeout (50 s by default)')`)
 	j.waitJS(30*time.Second, "the badge waiting for resources", `document.getElementById('job-status').textContent.includes('waiting for resources: needs 2 slots, has 1')`)
 	j.shot("02-taskmanager-lost")
 
@@ -596,6 +598,8 @@ func TestBrowserFailedJobRestoresFromTheStory(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("Restore from checkpoint %d", id), eval[string](j.browserEnv, `document.querySelector('#explain-body button.restore-button').textContent`))
 	j.clickLive(`#explain-body button.restore-button`)
 	j.waitJS(60*time.Second, "running again from the checkpoint", jsAllRunning+` && document.getElementById('explain-body').innerText.includes('You restored checkpoint `+fmt.Sprint(id)+`')`)
+	require.Contains(t, eval[string](j.browserEnv, `document.getElementById('explain-body').innerText`),
+		fmt.Sprintf("in Flink the new job numbers its checkpoints from %d + 1", id), "the story says where checkpoint ids differ from Flink's")
 	j.shot("02-restored")
 }
 
