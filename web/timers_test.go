@@ -1,0 +1,72 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/state"
+)
+
+// TestAlertsTemplateShowsTimers: a sandbox of the alerts template, over the
+// protocol: after some steps the state inspector's answer for an alerts
+// subtask lists its pending event-time timers (in firing order, each in the
+// subtask's key groups) and its watermark, and the keyed entries hold the
+// timers as entries of Flink's timer state; after a crash and a restore
+// the restored subtask lists timers again.
+func TestAlertsTemplateShowsTimers(t *testing.T) {
+	ts := newRealServer(t, nil)
+	c := ts.dial("template=alerts&seed=4", nil)
+	id := readUntil(t, c, "snapshot", "")["session"].(string)
+	send(t, c, `{"type":"command","id":"s1","name":"step","args":{"count":300}}`)
+	require.Equal(t, "ack", reply(t, c, "s1")["type"])
+
+	inspect := func(task string) TaskStateAnswer {
+		t.Helper()
+		resp, err := http.Get(ts.hs.URL + "/api/sessions/" + id + "/tasks/" + url.PathEscape(task) + "/state")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var a TaskStateAnswer
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&a))
+		return a
+	}
+	a := inspect("alerts#0")
+	require.NotEmpty(t, a.Timers, "pending timers")
+	require.NotNil(t, a.KeyGroups)
+	for i, tm := range a.Timers {
+		assert.Equal(t, state.EventTime, tm.Domain)
+		assert.True(t, a.KeyGroups.Contains(tm.KeyGroup), "%+v outside %v", tm, *a.KeyGroups)
+		if i > 0 {
+			assert.LessOrEqual(t, a.Timers[i-1].Timestamp, tm.Timestamp, "firing order")
+		}
+	}
+	timerEntries := 0
+	for _, e := range a.Keyed {
+		if e.State == state.TimerStateName("user-timers", state.EventTime) {
+			timerEntries++
+		}
+	}
+	assert.Equal(t, len(a.Timers), timerEntries, "every timer is a keyed state entry")
+
+	send(t, c, `{"type":"command","id":"cp","name":"trigger-checkpoint"}`)
+	require.Equal(t, "ack", reply(t, c, "cp")["type"])
+	send(t, c, `{"type":"command","id":"s2","name":"step","args":{"count":200}}`)
+	require.Equal(t, "ack", reply(t, c, "s2")["type"])
+	send(t, c, `{"type":"command","id":"x","name":"crash-subtask","args":{"operator":"alerts","index":0}}`)
+	require.Equal(t, "ack", reply(t, c, "x")["type"])
+	s, _ := ts.srv.Session(id)
+	for i := 0; i < 100; i++ {
+		st := s.Snapshot()
+		if st.Counters.Restores > 0 && st.Job.Operators[1].Subtasks[0].Status == "RUNNING" {
+			break
+		}
+		send(t, c, `{"type":"command","id":"st","name":"step","args":{"count":50}}`)
+		require.Equal(t, "ack", reply(t, c, "st")["type"])
+	}
+	assert.NotEmpty(t, inspect("alerts#0").Timers, "the restore brought timers back")
+}
