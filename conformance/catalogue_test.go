@@ -3,6 +3,8 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -230,6 +232,14 @@ func catalogue() []*scenario {
 			taskManagers: 2,
 			slots:        2,
 			check:        checkTaskManagerLost,
+			differs: []difference{
+				{why: "Flink notices a killed TaskManager after heartbeat.timeout (50 s) or when its process exits " +
+					"(MiniCluster's terminateTaskManager tells the JobManager at once); StateLab waits 100 ms of job time " +
+					"by default, so a lesson does not stall", ui: "explain.simplified.heartbeat"},
+				{why: "on a job of several pipelined regions (all-forward edges) Flink restarts only the lost subtasks' " +
+					"regions, StateLab every subtask, as it does not place a region's subtasks anew; this scenario's hash " +
+					"edge makes one region, so both restart everything", ui: "explain.simplified.tmRegions"},
+			},
 		},
 	}
 }
@@ -259,6 +269,9 @@ func TestConformance(t *testing.T) {
 			fl := flinkTrace(t, sc.name)
 			j := &judge{t: t, pending: sc.pending}
 			t.Logf("claim: %s", sc.claim)
+			for _, d := range sc.differs {
+				t.Logf("StateLab differs on purpose: %s (the live view says so: %s)", d.why, d.ui)
+			}
 			logFlink(t, fl)
 			var sl *slResult
 			if sc.flinkOnly == "" {
@@ -679,4 +692,33 @@ func checkTaskManagerLost(j *judge, sl *slResult, fl *trace) {
 	if c := sinkOf(sl, "sink"); c != nil {
 		j.equal("sink output exactly once (duplicates, losses, unexpected)", []int{c.DuplicateRecords, c.LostRecords, len(c.Unexpected)}, []int{d, l, u})
 	}
+}
+
+// TestCatalogueDifferencesInTheUI: where a scenario says StateLab differs
+// from Flink on purpose, the live view's story says the same: its sentence
+// is in the English and the Chinese catalogue, and the story's code uses it
+// (static/js/views/explain.js). Runs without Flink.
+func TestCatalogueDifferencesInTheUI(t *testing.T) {
+	cats := map[string]map[string]string{}
+	for _, lang := range []string{"en", "zh"} {
+		b, err := os.ReadFile(filepath.Join("..", "static", "i18n", lang+".json"))
+		require.NoError(t, err)
+		m := map[string]string{}
+		require.NoError(t, json.Unmarshal(b, &m), lang)
+		cats[lang] = m
+	}
+	story, err := os.ReadFile(filepath.Join("..", "static", "js", "views", "explain.js"))
+	require.NoError(t, err)
+	n := 0
+	for _, sc := range catalogue() {
+		for _, d := range sc.differs {
+			n++
+			require.NotEmpty(t, d.why, "%s: a difference without its reason", sc.name)
+			for lang, m := range cats {
+				require.NotEmpty(t, m[d.ui], "%s: %s.json has no %q", sc.name, lang, d.ui)
+			}
+			require.Contains(t, string(story), "'"+d.ui+"'", "%s: the story never shows %q", sc.name, d.ui)
+		}
+	}
+	require.Positive(t, n, "no scenario names a difference")
 }

@@ -29,7 +29,18 @@ type scenario struct {
 	taskManagers, slots int
 	// statelabOnlyFlink: StateLab cannot run this scenario yet (why)
 	flinkOnly string
-	check     func(j *judge, sl *slResult, fl *trace)
+	// differs: where StateLab simplifies on purpose around this scenario
+	// (docs/flink-fidelity.md), why, and the static/i18n sentence the live
+	// view's story shows when it happens (TestCatalogueDifferencesInTheUI).
+	differs []difference
+	check   func(j *judge, sl *slResult, fl *trace)
+}
+
+// difference is one way StateLab differs from Flink on purpose: why, and
+// the key of the sentence the UI says it with.
+type difference struct {
+	why string
+	ui  string
 }
 
 type phase struct {
