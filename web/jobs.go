@@ -40,6 +40,8 @@ type SandboxSettings struct {
 	Sink           string // exactly-once or at-least-once
 	// Failure is how the job handles failures (failure.go).
 	Failure FailureSettings
+	// TTL is the keyed operators' state time-to-live (ttl.go).
+	TTL TTLSettings
 }
 
 // Build returns the job spec of t with s applied, validated by the engine.
@@ -51,6 +53,7 @@ func (t *JobTemplate) Build(s SandboxSettings) (*engine.JobSpec, error) {
 	spec.Cluster.TaskManagers = s.TaskManagers
 	spec.Cluster.SlotsPerTaskManager = s.Slots
 	s.Failure.apply(spec)
+	s.TTL.apply(spec)
 	for i := range spec.Operators {
 		o := &spec.Operators[i]
 		if p, ok := s.Parallelism[o.ID]; ok {
@@ -308,6 +311,9 @@ func parseSettings(t *JobTemplate, q url.Values, lim Limits) (SandboxSettings, e
 		s.Sink = v
 	}
 	if err := parseFailureSettings(q, &s.Failure); err != nil {
+		return s, err
+	}
+	if err := parseTTLSettings(q, &s.TTL); err != nil {
 		return s, err
 	}
 	return s, nil

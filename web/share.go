@@ -78,6 +78,7 @@ func settingsFromSpec(t *JobTemplate, spec *engine.JobSpec) (url.Values, error) 
 	q.Set("seed", strconv.FormatInt(spec.Seed, 10))
 	q.Set("driver", DriverStepper)
 	failureSettingsFromSpec(q, spec)
+	ttlSettingsFromSpec(q, spec)
 	for _, o := range spec.Operators {
 		for _, id := range t.Tunable {
 			if o.ID == id {
@@ -85,7 +86,7 @@ func settingsFromSpec(t *JobTemplate, spec *engine.JobSpec) (url.Values, error) 
 			}
 		}
 		switch o.Kind {
-		case engine.KindCount, engine.KindWindowCount, engine.KindSum:
+		case engine.KindCount, engine.KindWindowCount, engine.KindSum, engine.KindAlerts:
 			q.Set("maxParallelism", strconv.Itoa(o.MaxParallelism))
 		case engine.KindSource:
 			for _, k := range []string{"keys", "pages"} {

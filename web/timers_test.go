@@ -70,3 +70,70 @@ func TestAlertsTemplateShowsTimers(t *testing.T) {
 	}
 	assert.NotEmpty(t, inspect("alerts#0").Timers, "the restore brought timers back")
 }
+
+// The sandbox's TTL settings build every keyed operator's StateTtlConfig
+// options, a share link carries them back, and bad values name the setting.
+func TestTTLSettingsBuildTheSpec(t *testing.T) {
+	for _, id := range []string{"wordcount", "clicks", "alerts"} {
+		tpl, ok := Template(id)
+		require.True(t, ok)
+		q, err := url.ParseQuery("ttl=750ms&ttlUpdateType=OnReadAndWrite&ttlStateVisibility=ReturnExpiredIfNotCleanedUp&ttlCleanupFullSnapshot=true&maxParallelism=64")
+		require.NoError(t, err)
+		set, err := ParseSettings(tpl, q)
+		require.NoError(t, err)
+		spec, err := tpl.Build(set)
+		require.NoError(t, err)
+		keyed := 0
+		for _, o := range spec.Operators {
+			if !keyedKind(o.Kind) {
+				assert.NotContains(t, o.Options, "ttl", "%s: %s keeps no keyed state", id, o.ID)
+				continue
+			}
+			keyed++
+			assert.Equal(t, "750ms", o.Options["ttl"])
+			assert.Equal(t, "OnReadAndWrite", o.Options["ttlUpdateType"])
+			assert.Equal(t, "ReturnExpiredIfNotCleanedUp", o.Options["ttlStateVisibility"])
+			assert.Equal(t, true, o.Options["ttlCleanupFullSnapshot"])
+		}
+		assert.Equal(t, 1, keyed, id)
+		back, err := settingsFromSpec(tpl, spec)
+		require.NoError(t, err, "a share link of %s rebuilds the same job", id)
+		assert.Equal(t, "750ms", back.Get("ttl"))
+		assert.Equal(t, "true", back.Get("ttlCleanupFullSnapshot"))
+	}
+	tpl, _ := Template("wordcount")
+	for _, tc := range []struct{ query, want string }{
+		{"ttl=soon", `ttl: "soon": want a duration`},
+		{"ttl=-1s", "ttl"},
+		{"ttl=48h", "at most 24h0m0s"},
+		{"ttl=1s&ttlUpdateType=OnRead", "choose OnCreateAndWrite or OnReadAndWrite"},
+		{"ttl=1s&ttlStateVisibility=Never", "choose NeverReturnExpired or ReturnExpiredIfNotCleanedUp"},
+		{"ttl=1s&ttlCleanupFullSnapshot=yes", "want true or false"},
+		{"ttlUpdateType=OnReadAndWrite", "need a ttl as well"},
+	} {
+		q, err := url.ParseQuery(tc.query)
+		require.NoError(t, err)
+		_, err = ParseSettings(tpl, q)
+		require.ErrorIs(t, err, ErrBadArgs, tc.query)
+		assert.Contains(t, err.Error(), tc.want, tc.query)
+	}
+}
+
+// Over the protocol, a sandbox with a TTL shows each keyed entry's last
+// access in the state inspector's answer.
+func TestTTLSandboxShowsLastAccess(t *testing.T) {
+	ts := newRealServer(t, nil)
+	c := ts.dial("template=wordcount&seed=5&ttl=2s", nil)
+	id := readUntil(t, c, "snapshot", "")["session"].(string)
+	send(t, c, `{"type":"command","id":"s1","name":"step","args":{"count":300}}`)
+	require.Equal(t, "ack", reply(t, c, "s1")["type"])
+	resp, err := http.Get(ts.hs.URL + "/api/sessions/" + id + "/tasks/" + url.PathEscape("count#0") + "/state")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var a TaskStateAnswer
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&a))
+	require.NotEmpty(t, a.Keyed)
+	for _, e := range a.Keyed {
+		assert.Positive(t, e.LastAccess, "%+v", e)
+	}
+}
