@@ -44,7 +44,8 @@
 //     truth). TaskStateView (TaskState) is the state inspector's view.
 //   - Comparison (Compare): committed sink output against the truth computed
 //     by evaluating the job once over the whole source topic.
-//   - RunChaos: word count with seeded crashes and rescales (statelab chaos).
+//   - RunChaos: word count (or, with Job alerts, the timer job) with seeded
+//     crashes and rescales (statelab chaos).
 //
 // Times in events and views are time.Duration (nanoseconds in JSON) of the
 // driver's clock: virtual on the Stepper, scaled real time on Live.
@@ -66,7 +67,18 @@
 //	map              fn identity|upper|lower|length.   filter: exclude, minLength.
 //	count, sum       keyed ValueState "count"/"sum"; emit the key's new total.
 //	window-count     keyed tumbling event-time windows (size); MapState "windows";
-//	                 fires when the watermark passes the window end.
+//	                 one event-time timer per (key, window) in timer service
+//	                 "window-timers": fires when the watermark passes the window end.
+//	alerts           KeyedProcessFunction (timeout, event time): events wait in MapState
+//	                 "pending" until the watermark passes them, then per key "count"
+//	                 and "last" grow and an alert timer (service "user-timers") moves to
+//	                 last+timeout; when it fires, one alert (key, count) and the key's
+//	                 state is cleared. Timers are keyed state (state.TimerService).
+//	keyed operators  (count, sum, window-count, alerts) also take the state TTL options
+//	                 ttl, ttlUpdateType, ttlStateVisibility, ttlCleanupFullSnapshot,
+//	                 ttlCleanupSize (state.TTLConfig; processing time = the subtask's
+//	                 clock). Watermarks are not checkpointed: a restored subtask starts
+//	                 at MinWatermark, as in Flink.
 //	broadcast-filter rules ("block w"/"allow w") from its broadcast input in
 //	                 BroadcastState "rules"; drops blocked keys of its other input.
 //	tally            forwards records; per-subtask counts in union ListState "tallies".

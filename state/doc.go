@@ -23,6 +23,16 @@
 //     synchronous flush is short (see pebble.go).
 //   - ValueState, ListState, MapState, ReducingState: typed handles scoped to
 //     the backend's current key, made by Value, List, Map and Reducing.
+//     WithTTL gives one a time-to-live (Flink's StateTtlConfig, ttl.go):
+//     values carry their last-access time, are cleaned on read, in full
+//     snapshots if asked, incrementally (memory) or by a background scan
+//     (pebble), and Entry shows expired ones not yet cleaned.
+//   - TimerService: event- and processing-time timers per key and namespace
+//     (Flink's InternalTimerServiceImpl, timers.go), stored as entries of the
+//     reserved MapStates "_timer_state/event_<service>" and
+//     "_timer_state/processing_<service>", so they are snapshotted, restored
+//     and rescaled with their key groups; an in-memory heap per key group
+//     (and a heap of their heads) orders them.
 //   - OperatorBackend: non-keyed operator state of one subtask: ListState in
 //     split-distribute mode (OperatorList, Flink's getListState), in union
 //     mode (UnionList, getUnionListState), and BroadcastState (Broadcast).
