@@ -1,5 +1,16 @@
 // The WebSocket client of docs/protocol.md: one socket per tab, commands
 // with ids answered by ack or error, reconnection to the same session.
+//
+// The transport is a WebSocket to the server, or on the static site an
+// InPageSocket to the engine running in this page (inpage.js): the same
+// messages either way.
+
+import { inPage, InPageSocket } from './inpage.js';
+
+// openSocket opens the transport for url (ws://host/ws?query).
+export function openSocket(url) {
+  return inPage() ? new InPageSocket(url) : new WebSocket(url);
+}
 
 export class Connection {
   // query: "template=wordcount&…" or "session=ID"; handlers: onSnapshot,
@@ -26,7 +37,7 @@ export class Connection {
     // not through the session id.
     const q = this.session && !/(^|&)classroom=/.test(this.query) ? `session=${encodeURIComponent(this.session)}` : this.query;
     this.h.onStatus?.('connecting');
-    const ws = new WebSocket(this.url(q));
+    const ws = openSocket(this.url(q));
     this.ws = ws;
     ws.onopen = () => { this.retry = 0; this.h.onStatus?.('open'); };
     ws.onmessage = (ev) => this.receive(ev.data);
@@ -79,7 +90,7 @@ export class Connection {
   command(name, args) {
     const id = `c${this.next++}`;
     return new Promise((resolve, reject) => {
-      if (!this.ws || this.ws.readyState !== WebSocket.OPEN) {
+      if (!this.ws || this.ws.readyState !== 1) { // OPEN
         reject({ code: 'disconnected', message: 'not connected' });
         return;
       }
