@@ -27,3 +27,10 @@ import "embed"
 //
 //go:embed bench
 var Bench embed.FS
+
+// Teaching holds the instructor's guide, teaching.md and teaching.zh.md,
+// which the web app also serves as a page (/teaching): one copy, the
+// documentation's.
+//
+//go:embed teaching.md teaching.zh.md
+var Teaching embed.FS

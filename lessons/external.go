@@ -85,5 +85,8 @@ func (c *Catalog) With(extra []*Lesson) (*Catalog, error) {
 		return nil, fmt.Errorf("lessons: %s; number your lessons from %02d", strings.Join(taken, "; "), last+1)
 	}
 	slices.SortStableFunc(out.Lessons, func(a, b *Lesson) int { return a.Number - b.Number })
+	if ps := checkAfter(out.Lessons); len(ps) > 0 {
+		return nil, &LintError{Problems: ps}
+	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/statelab/statelab/engine"
 )
@@ -38,6 +39,12 @@ type Lesson struct {
 	// Steps in order.
 	Steps []*Step
 
+	// After lists the lessons this one builds on (their slugs, all with
+	// smaller numbers): the course map's prerequisites.
+	After []string
+	// Measured is the time the lesson took in the browser journey that
+	// measures the course (nil: not measured).
+	Measured *Measured
 	// Capstone, when set, makes the lesson a capstone (issue 19): its
 	// steps are goals with no "do it for me", and each step may have up
 	// to MaxCapstoneHints hints, unlocked one after another.
@@ -237,4 +244,78 @@ func formatValue(v any) string {
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
 	return fmt.Sprint(v)
+}
+
+// Measured is a lesson's time in the browser journey TestJourneyCourseTimes
+// (web/lesson_course_e2e_test.go), which walks every lesson at 64×:
+// JobSeconds is the job time the lesson needed — what a learner at 1×
+// waits for the job — and JourneySeconds the wall time the journey took.
+type Measured struct {
+	JobSeconds     int `yaml:"jobSeconds"`
+	JourneySeconds int `yaml:"journeySeconds"`
+}
+
+// Reading speeds for the course map's reading time: words per minute for
+// English, characters per minute for Chinese (common figures for technical
+// text read with care).
+const (
+	readWordsPerMinute = 200
+	readCharsPerMinute = 300
+)
+
+// ReadingSeconds is how long the lesson's text takes to read in lang at
+// readWordsPerMinute (English) or readCharsPerMinute (Chinese, counting
+// Han characters; Latin words among them count as words).
+func (l *Lesson) ReadingSeconds(lang Lang) int {
+	t, ok := l.Text[lang]
+	if !ok {
+		lang, t = EN, l.Text[EN]
+	}
+	parts := []string{t.Intro, t.End}
+	for _, st := range l.Steps {
+		if x := st.Text[lang]; x != nil {
+			parts = append(parts, x.Body, x.Question, x.Why)
+		}
+	}
+	words, han := 0, 0
+	for _, p := range parts {
+		inWord := false
+		for _, r := range p {
+			switch {
+			case unicode.Is(unicode.Han, r):
+				han++
+				inWord = false
+			case unicode.IsLetter(r) || unicode.IsDigit(r):
+				if !inWord {
+					words++
+				}
+				inWord = true
+			default:
+				inWord = false
+			}
+		}
+	}
+	return words*60/readWordsPerMinute + han*60/readCharsPerMinute
+}
+
+// checkAfter lints the prerequisites: each names a lesson of the course
+// with a smaller number.
+func checkAfter(ls []*Lesson) []Problem {
+	num := map[string]int{}
+	for _, l := range ls {
+		num[l.Slug] = l.Number
+	}
+	var problems []Problem
+	for _, l := range ls {
+		for _, a := range l.After {
+			n, ok := num[a]
+			switch {
+			case !ok:
+				problems = append(problems, Problem{Lesson: l.Slug, File: "scenario.yaml", Msg: fmt.Sprintf("after: there is no lesson %q in the course", a)})
+			case n >= l.Number:
+				problems = append(problems, Problem{Lesson: l.Slug, File: "scenario.yaml", Msg: fmt.Sprintf("after: %s comes later in the course; a lesson builds only on earlier ones", a)})
+			}
+		}
+	}
+	return problems
 }

@@ -177,6 +177,7 @@ func Load(fsys fs.FS) (*Catalog, error) {
 		}
 	}
 	c.Lessons, problems = loadFolders(fsys, names)
+	problems = append(problems, checkAfter(c.Lessons)...)
 	for _, lang := range Langs {
 		name := "glossary." + string(lang) + ".md"
 		src, err := fs.ReadFile(fsys, name)
@@ -232,6 +233,8 @@ type scenarioFile struct {
 	Variants map[string]yaml.Node `yaml:"variants"`
 	Steps    []stepFile           `yaml:"steps"`
 	Capstone *Capstone            `yaml:"capstone"`
+	After    []string             `yaml:"after"`
+	Measured *Measured            `yaml:"measured"`
 }
 
 type stepFile struct {
@@ -283,6 +286,13 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		return nil, problems
 	}
 	l.Minutes = scen.Minutes
+	l.After = scen.After
+	if m := scen.Measured; m != nil {
+		if m.JobSeconds < 1 || m.JourneySeconds < 1 {
+			bad(sf, "", "measured: jobSeconds and journeySeconds are the figures TestJourneyCourseTimes reports, both 1 or more")
+		}
+		l.Measured = m
+	}
 	if c := scen.Capstone; c != nil {
 		if c.HintEvery < 10 || c.HintEvery > 600 {
 			bad(sf, "", "capstone: hintEvery is %d; give the seconds between hints, 10 to 600", c.HintEvery)

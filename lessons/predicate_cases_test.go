@@ -85,9 +85,11 @@ func predicateCases(t *testing.T) []predicateCase {
 		return s
 	}
 	alive, lost := engine.TMAlive, engine.TMLost
-	cps := func(f func(c *engine.CheckpointsView)) *engine.Snapshot {
+	cps := func(fs ...func(c *engine.CheckpointsView)) *engine.Snapshot {
 		s := job(engine.JobRunning)
-		f(&s.Checkpoints)
+		for _, f := range fs {
+			f(&s.Checkpoints)
+		}
 		return s
 	}
 	incremental := func(stateSize, written int64) *engine.Snapshot {
@@ -170,6 +172,15 @@ func predicateCases(t *testing.T) []predicateCase {
 		{"all-running", nil, obsNow(job(engine.JobRunning)), obsNow(crashed)},
 		{"waiting-for-resources", nil, obsNow(waiting), obsNow(job(engine.JobRunning))},
 		{"restarted", map[string]any{"min": 2}, obsStep(restarts(1), restarts(3)), obsStep(restarts(2), restarts(3))},
+		// A region of two restarted; a job's first deployment (no stop before) is not a redeployment.
+		{"redeployed-subtasks", map[string]any{"n": 2},
+			obsStep(job(engine.JobRunning), job(engine.JobRunning), taskStatus("a#1", engine.TaskFailed), taskStatus("b#1", engine.TaskCanceled),
+				taskStatus("a#1", engine.TaskDeploying), taskStatus("b#1", engine.TaskDeploying), taskStatus("c#0", engine.TaskDeploying)),
+			obsStep(job(engine.JobRunning), job(engine.JobRunning), taskStatus("a#1", engine.TaskFailed), taskStatus("a#1", engine.TaskDeploying),
+				taskStatus("b#1", engine.TaskDeploying), taskStatus("c#0", engine.TaskDeploying))},
+		{"checkpoint-failed", map[string]any{"min": 2, "reason": string(engine.CheckpointAsyncException)},
+			obsStep(cps(failedCP(1, engine.CheckpointAsyncException)), cps(failedCP(1, engine.CheckpointAsyncException), failedCP(2, engine.CheckpointAsyncException), failedCP(3, engine.CheckpointAsyncException))),
+			obsStep(cps(failedCP(1, engine.CheckpointAsyncException)), cps(failedCP(1, engine.CheckpointAsyncException), failedCP(2, engine.CheckpointAsyncException), failedCP(3, engine.CheckpointExpired)))},
 		{"parallelism", map[string]any{"operator": "count", "n": 2}, obsNow(twoOwners), obsNow(threeOwners)},
 		{"max-parallelism", map[string]any{"operator": "count", "n": 128}, obsNow(twoOwners), obsNow(snapWith(keyedOp("count", 64, [2]int{0, 63})))},
 		{"taskmanagers", map[string]any{"alive": 2}, obsNow(tms(alive, alive, lost)), obsNow(tms(alive, lost, lost))},
@@ -263,5 +274,16 @@ func TestEveryPredicateHoldsAndFails(t *testing.T) {
 	}
 	for _, name := range PredicateNames() {
 		assert.True(t, covered[name], "predicate %s has no case in predicateCases", name)
+	}
+}
+
+func taskStatus(task string, s engine.TaskStatus) engine.Event {
+	return engine.Event{Kind: engine.EvTaskStatus, Task: task, Status: string(s)}
+}
+
+// failedCP adds a failed checkpoint to a snapshot's history.
+func failedCP(id int64, reason engine.CheckpointFailureReason) func(c *engine.CheckpointsView) {
+	return func(c *engine.CheckpointsView) {
+		c.History = append(c.History, engine.CheckpointStats{ID: id, Status: engine.CheckpointFailed, FailureReason: reason})
 	}
 }

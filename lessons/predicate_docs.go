@@ -16,6 +16,8 @@ var predicateHolds = map[string]string{
 	"all-running":             "the job is RUNNING, no rescale is under way, and every subtask is RUNNING (or FINISHED)",
 	"waiting-for-resources":   "the job needs more slots than the alive TaskManagers offer",
 	"restarted":               "the job restarted at least `min` times during this step",
+	"redeployed-subtasks":     "exactly `n` subtasks stopped (FAILED or CANCELED) and were deployed again during this step — a region failover redeploys the failed subtask's pipelined region only (event)",
+	"checkpoint-failed":       "at least `min` checkpoints (not savepoints) failed during this step, with Flink's CheckpointFailureReason `reason` when it is given",
 	"parallelism":             "the operator runs `n` subtasks",
 	"max-parallelism":         "the operator has `n` key groups",
 	"taskmanagers":            "exactly `alive` (or at least `min`) TaskManagers are ALIVE",

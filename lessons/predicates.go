@@ -3,6 +3,7 @@ package lessons
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/statelab/statelab/engine"
@@ -58,6 +59,35 @@ var predicateTable = []*predicate{
 				return fmt.Sprintf("作业在这一步中至少重启了 %d 次。", a.int("min"))
 			}),
 		eval: evalRestarted,
+	},
+	{
+		name: "redeployed-subtasks",
+		args: []argSpec{{name: "n", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("Exactly %s deployed again in this step; the others kept running.", plural(a.int("n"), "subtask")+" "+wasWere(a.int("n")))
+		}, func(a args) string {
+			return fmt.Sprintf("这一步中恰好有 %d 个子任务被重新部署，其余的子任务一直在运行。", a.int("n"))
+		}),
+		eval: evalRedeployedSubtasks,
+	},
+	{
+		name: "checkpoint-failed",
+		args: []argSpec{{name: "min", kind: kInt, required: true}, {name: "reason", kind: kString}},
+		describe: both(func(a args) string {
+			s := fmt.Sprintf("At least %s failed in this step", plural(a.int("min"), "checkpoint"))
+			if a.has("reason") {
+				s += " with " + a.str("reason")
+			}
+			return s + "."
+		}, func(a args) string {
+			s := fmt.Sprintf("这一步中至少有 %d 个检查点失败", a.int("min"))
+			if a.has("reason") {
+				s += "，原因为 " + a.str("reason")
+			}
+			return s + "。"
+		}),
+		eval: evalCheckpointFailed,
+		lint: lintCheckpointFailed,
 	},
 	{
 		name: "parallelism",
@@ -1383,4 +1413,87 @@ func equalMatrix[T comparable](a, b [][]T) bool {
 		}
 	}
 	return true
+}
+
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// evalRedeployedSubtasks evaluates redeployed-subtasks (args: n): it holds when exactly n distinct
+// subtasks stopped (FAILED or CANCELED) and were deployed again during this step — a region
+// failover redeploys its pipelined region only, a global one every subtask.
+func evalRedeployedSubtasks(a args, o *Observation) (bool, string) {
+	stopped, seen := map[string]bool{}, map[string]bool{}
+	for _, e := range o.Events {
+		if e.Kind != engine.EvTaskStatus {
+			continue
+		}
+		switch engine.TaskStatus(e.Status) {
+		case engine.TaskFailed, engine.TaskCanceled, engine.TaskCanceling:
+			stopped[e.Task] = true
+		case engine.TaskDeploying:
+			// A new attempt of a subtask that stopped in this step; a job's
+			// first deployment (after a reset) is not a redeployment.
+			if stopped[e.Task] {
+				seen[e.Task] = true
+			}
+		}
+	}
+	if len(seen) != a.int("n") {
+		names := make([]string, 0, len(seen))
+		for n := range seen {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if len(names) == 0 {
+			return false, "no subtask was deployed in this step"
+		}
+		return false, fmt.Sprintf("%s deployed in this step (%s)", plural(len(names), "subtask")+" "+wasWere(len(names)), strings.Join(names, ", "))
+	}
+	return true, ""
+}
+
+// evalCheckpointFailed evaluates checkpoint-failed (args: min, reason (optional)): it holds when at
+// least min checkpoints (not savepoints) failed during this step, all with reason when it is given
+// (Flink's CheckpointFailureReason, e.g. CHECKPOINT_ASYNC_EXCEPTION).
+func evalCheckpointFailed(a args, o *Observation) (bool, string) {
+	before := map[int64]bool{}
+	for _, h := range o.Start.Checkpoints.History {
+		if h.Status == engine.CheckpointFailed {
+			before[h.ID] = true
+		}
+	}
+	n := 0
+	for _, h := range o.Now.Checkpoints.History {
+		if h.Savepoint || h.Status != engine.CheckpointFailed || before[h.ID] {
+			continue
+		}
+		if !a.has("reason") || string(h.FailureReason) == a.str("reason") {
+			n++
+		}
+	}
+	if n < a.int("min") {
+		if a.has("reason") {
+			return false, fmt.Sprintf("%s failed with %s in this step", plural(n, "checkpoint"), a.str("reason"))
+		}
+		return false, fmt.Sprintf("%s failed in this step", plural(n, "checkpoint"))
+	}
+	return true, ""
+}
+
+// lintCheckpointFailed refuses a reason Flink does not have.
+func lintCheckpointFailed(a args, _ *jobState) error {
+	if !a.has("reason") {
+		return nil
+	}
+	switch engine.CheckpointFailureReason(a.str("reason")) {
+	case engine.CheckpointExpired, engine.CheckpointDeclined, engine.CheckpointAsyncException, engine.IOException,
+		engine.FinalizeCheckpointFailure, engine.CheckpointDeclinedSubsumed, engine.CheckpointDeclinedTaskNotReady,
+		engine.CheckpointSubsumed, engine.JobFailure, engine.NotAllRequiredTasksRunning, engine.JobFailoverRegion:
+		return nil
+	}
+	return fmt.Errorf("checkpoint-failed: unknown reason %q (Flink's CheckpointFailureReason, e.g. CHECKPOINT_EXPIRED, CHECKPOINT_ASYNC_EXCEPTION)", a.str("reason"))
 }

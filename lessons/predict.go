@@ -52,13 +52,20 @@ type Prediction struct {
 	//   - "restarted-subtasks": how many subtasks restart when subtask
 	//     Subtask of Operator fails (Flink's region failover,
 	//     RestartPipelinedRegionFailoverStrategy: the failed subtask's
-	//     pipelined region; every subtask under failover: full); a number.
+	//     pipelined region; every subtask under failover: full); a number;
+	//   - "job-fails": will the job end FAILED at its Failures-th failure
+	//     (yes/no), counted from its start, failures well apart, under its
+	//     restart strategy (RestartBackoffTimeStrategyFactoryLoader's choice:
+	//     none gives up at once, fixed-delay after its attempts, failure-rate
+	//     after its max failures per interval, exponential-delay after its
+	//     attempts when they are limited).
 	Kind        string
 	Operator    string
 	Key         string
 	Parallelism int
 	From, To    int
 	Subtask     int
+	Failures    int
 	// Choices are what the learner picks from ("count#0", "yes", …), nil
 	// when the answer is a number up to Max; Answer is the right one.
 	Choices []string
@@ -73,7 +80,7 @@ const (
 )
 
 // PredictKinds lists the prediction kinds, for errors and the docs.
-var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks"}
+var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks", "job-fails"}
 
 // predictFile is a step's predict: as written in scenario.yaml.
 type predictFile struct {
@@ -85,6 +92,7 @@ type predictFile struct {
 	To          int    `yaml:"to"`
 	Subtask     int    `yaml:"subtask"`
 	Sink        string `yaml:"sink"`
+	Failures    int    `yaml:"failures"`
 }
 
 func yesNo(b bool) string {
@@ -126,6 +134,8 @@ func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 		return offsetsSplit(pf, js)
 	case "duplicates":
 		return duplicates(pf, js)
+	case "job-fails":
+		return jobFails(pf, js)
 	case "key-owner", "key-groups-moved", "union-restore", "rescale-accepted", "slots-needed", "restarted-subtasks":
 	default:
 		return nil, fmt.Errorf("predict: kind %q is unknown (known: %s)", pf.Kind, strings.Join(PredictKinds, ", "))
@@ -362,4 +372,24 @@ func offsetsSplit(pf *predictFile, js *jobState) (*Prediction, error) {
 	}
 	return &Prediction{Kind: pf.Kind, Operator: pf.Operator, Parallelism: pf.Parallelism, Subtask: pf.Subtask, Max: parts,
 		Answer: strconv.Itoa(len(got[pf.Subtask]["offsets"]))}, nil
+}
+
+// jobFails answers "job-fails" with the job's effective restart strategy
+// (JobSpec.Effective: the configured one with Flink's defaults, or
+// exponential-delay with periodic checkpoints, none without).
+func jobFails(pf *predictFile, js *jobState) (*Prediction, error) {
+	if pf.Failures < 1 {
+		return nil, fmt.Errorf("predict: job-fails needs failures: the failure to ask about, from 1")
+	}
+	r := js.spec.Effective()
+	fails := false
+	switch r.Strategy {
+	case engine.RestartNone:
+		fails = true
+	case engine.RestartFixedDelay, engine.RestartFailureRate:
+		fails = pf.Failures > r.Attempts
+	case engine.RestartExponentialDelay:
+		fails = r.Attempts != engine.UnlimitedAttempts && pf.Failures > r.Attempts
+	}
+	return &Prediction{Kind: pf.Kind, Failures: pf.Failures, Choices: []string{Yes, No}, Answer: yesNo(fails)}, nil
 }

@@ -314,10 +314,53 @@ func TestEveryPredictionIsConfirmedByACheck(t *testing.T) {
 			case "slots-needed":
 				confirmed = has("waiting-for-resources", func(args) bool { return true })
 			case "restarted-subtasks":
-				confirmed = has("restarted-subtasks", func(a args) bool { return strconv.Itoa(a.int("n")) == p.Answer })
+				confirmed = has("redeployed-subtasks", func(a args) bool { return strconv.Itoa(a.int("n")) == p.Answer })
+			case "job-fails":
+				if p.Answer == Yes {
+					confirmed = has("job-status", func(a args) bool { return a.str("status") == "FAILED" })
+				} else {
+					confirmed = has("restarted", func(a args) bool { return a.int("min") >= 1 })
+				}
 			}
 			assert.True(t, confirmed, "%s step %s: the %s prediction (%s) has no check that confirms it", l.Slug, st.ID, p.Kind, p.Answer)
 		}
 	}
 	assert.GreaterOrEqual(t, n, 10)
+}
+
+// job-fails: the configured strategy's attempts, Flink's default rule when
+// none is configured (exponential-delay with periodic checkpoints, none
+// without).
+func TestPredictionJobFails(t *testing.T) {
+	spec := func(restart, interval string) *engine.JobSpec {
+		s, err := engine.LoadSpec([]byte(`
+name: restarts
+operators:
+  - {id: source, kind: source, parallelism: 1, options: {partitions: 1, generator: words, records: 100}}
+  - {id: sink, kind: sink, parallelism: 1}
+edges:
+  - {from: source, to: sink, partitioner: forward}
+checkpointing: {interval: ` + interval + `}
+` + restart))
+		require.NoError(t, err)
+		return s
+	}
+	for _, tc := range []struct {
+		restart, interval string
+		failures          int
+		want              string
+	}{
+		{"restart: {strategy: fixed-delay, attempts: 2}", "1s", 2, No},
+		{"restart: {strategy: fixed-delay, attempts: 2}", "1s", 3, Yes},
+		{"restart: {strategy: fixed-delay}", "1s", 2, Yes}, // Flink's default: 1 attempt
+		{"", "1s", 100, No},                               // exponential-delay, unlimited
+		{"", "0s", 1, Yes},                                // none
+		{"restart: {strategy: none}", "1s", 1, Yes},
+	} {
+		p, err := newPrediction(&predictFile{Kind: "job-fails", Failures: tc.failures}, newJobState(MainJob, spec(tc.restart, tc.interval)))
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, p.Answer, "%+v", tc)
+	}
+	_, err := newPrediction(&predictFile{Kind: "job-fails"}, newJobState(MainJob, spec("", "1s")))
+	require.ErrorContains(t, err, "job-fails needs failures")
 }

@@ -80,3 +80,48 @@ func TestBrowserLessonPrediction(t *testing.T) {
 	assert.False(t, eval[bool](b, `document.querySelector('`+card4+` .predict-right').hidden`), "a right answer is confirmed")
 	assert.True(t, eval[bool](b, `document.querySelector('`+card4+` .predict-wrong').hidden`))
 }
+
+// TestBrowserLessonPredictionYesNo: lesson 04's crash step asks, in
+// Chinese, whether the crash will put a result twice into the committed
+// output, on a phone (390 px) and a laptop (1280 px). The card fits the
+// width; the learner answers 会 (yes, wrong: the sink is transactional),
+// does the step, and sees 不会 with the why — the step ticks all the same.
+func TestBrowserLessonPredictionYesNo(t *testing.T) {
+	b := newBrowser(t)
+	l, ok := course(t).Lesson("04-checkpoints-and-barriers")
+	require.True(t, ok)
+	st := l.Steps[2]
+	require.NotNil(t, st.Predict, "step 3 predicts")
+	require.Equal(t, "duplicates", st.Predict.Kind)
+	for _, width := range []int64{390, 1280} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			b.run(chromedp.EmulateViewport(width, 800))
+			b.run(chromedp.Navigate("about:blank")) // the same address again would not load a new page
+			b.run(chromedp.Navigate(b.url + "/lessons/" + l.Slug + "?lang=zh#step-3"))
+			b.waitJS(30*time.Second, "the lesson's live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+			b.waitLesson(lessonTickWait, "step 3 is current", `m.step === 3`)
+			card := `.steps .step[data-step="3"] form.predict`
+			b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + card + `').scrollIntoView({block: 'start', behavior: 'instant'})`))
+			assert.Equal(t, "会 不会", eval[string](b, `[...document.querySelectorAll('`+card+` .predict-choices label')].map(l => l.textContent.trim()).join(' ')`))
+			// The card and its choices stay inside the page's width.
+			assert.True(t, eval[bool](b, fmt.Sprintf(`(() => { const r = document.querySelector('%s').getBoundingClientRect();
+				return r.width > 0 && r.left >= 0 && r.right <= %d && document.documentElement.scrollWidth <= %d; })()`, card, width, width)),
+				"the card fits %d px", width)
+			b.click(card + ` input[value="yes"]`)
+			b.click(card + ` .predict-commit`)
+			b.waitJS(5*time.Second, "the answer committed", `!document.querySelector('`+card+` .predict-committed').hidden`)
+			b.waitJS(30*time.Second, "do it for me can be pressed", `!document.querySelector('.steps .step[data-step="3"] [data-do]').disabled`)
+			b.click(`.steps .step[data-step="3"] [data-do]`)
+			b.waitTick(3, st.ID)
+			b.waitJS(5*time.Second, "the engine's answer shown", `!document.querySelector('`+card+` .predict-result').hidden`)
+			assert.Equal(t, "会", eval[string](b, `document.querySelector('`+card+` .predict-mine').textContent`))
+			assert.Equal(t, "不会", eval[string](b, `document.querySelector('`+card+` .predict-engine').textContent`))
+			assert.False(t, eval[bool](b, `document.querySelector('`+card+` .predict-wrong').hidden`), "a wrong answer is explained")
+			assert.Contains(t, eval[string](b, `document.querySelector('`+card+` .predict-why').innerText`), "事务")
+			assert.True(t, eval[bool](b, fmt.Sprintf(`(() => { const r = document.querySelector('%s .predict-result').getBoundingClientRect();
+				return r.width > 0 && r.right <= %d; })()`, card, width)), "the result fits %d px", width)
+			b.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + card + `').scrollIntoView({block: 'start', behavior: 'instant'})`))
+			b.view(fmt.Sprintf("lesson-04-prediction-zh-%d", width))
+		})
+	}
+}

@@ -175,6 +175,11 @@ func (srv *Server) openLesson(slug string, q url.Values) (*Session, *protoError)
 		}
 		step = n
 	}
+	if l.Capstone != nil {
+		// A capstone's goals are reached, never played for the learner: it
+		// always opens at its first step.
+		step = 1
+	}
 	spec, err := l.Job(lessons.MainJob)
 	if err != nil {
 		return nil, perr(CodeInternal, "cannot start the lesson: %v", err)
@@ -535,6 +540,9 @@ func (s *Session) lessonCommand(c *client, cmd *Command) *protoError {
 		}
 		return nil
 	case CmdLessonDo:
+		if lr.l.Capstone != nil {
+			return perr(CodeRefused, "lesson-do: %s is a capstone: its steps are goals to reach with the job's own controls, with no do it for me (hints unlock over time)", lr.l.Slug)
+		}
 		lr.mu.Lock()
 		cur, finished, doing := lr.cur, lr.finished, lr.doing
 		switch {
@@ -556,6 +564,14 @@ func (s *Session) lessonCommand(c *client, cmd *Command) *protoError {
 		go lr.perform(gen, lr.l.Steps[cur])
 		return nil
 	case CmdLessonReplay:
+		if lr.l.Capstone != nil {
+			lr.mu.Lock()
+			cur := lr.cur
+			lr.mu.Unlock()
+			if cmd.LessonStep > cur+1 {
+				return perr(CodeRefused, "lesson-replay: %s is a capstone: replay a step you have reached (1 to %d), not step %d ahead of you", lr.l.Slug, cur+1, cmd.LessonStep)
+			}
+		}
 		return lr.replay(cmd.LessonStep - 1)
 	}
 	return perr(CodeUnknownCommand, "unknown lesson command %q", cmd.Name)

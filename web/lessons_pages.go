@@ -2,10 +2,13 @@ package web
 
 import (
 	"fmt"
+	"io/fs"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/statelab/statelab/docs"
 	"github.com/statelab/statelab/lessons"
 	"github.com/statelab/statelab/web/pages"
 )
@@ -105,4 +108,88 @@ func (srv *Server) handleGlossary(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Title = strings.TrimSpace(g.Title)
 	srv.render(w, r, http.StatusOK, pages.Glossary(p, pages.GlossaryPage{Title: g.Title, Summary: g.Summary, HTML: g.HTML}))
+}
+
+// handleCourseMap serves /course: every lesson by level, with what it
+// builds on and how long it takes.
+func (srv *Server) handleCourseMap(w http.ResponseWriter, r *http.Request) {
+	p := srv.page(w, r, "lessons", "course.title")
+	p.Script = "/static/js/lessons.js"
+	srv.render(w, r, http.StatusOK, pages.CourseMap(p, courseMap(srv.cfg.Lessons, p)))
+}
+
+// courseMap groups the lessons by level: a lesson with no prerequisite is
+// on level 1, any other one level below the deepest lesson it builds on.
+func courseMap(cat *lessons.Catalog, p pages.Page) pages.CourseMapPage {
+	lang := lessons.Lang(p.Lang)
+	level := map[string]int{}
+	var m pages.CourseMapPage
+	for _, l := range cat.Lessons { // in order: prerequisites come first
+		lv := 0
+		var after []pages.LessonItem
+		var nums, slugs []string
+		for _, a := range l.After {
+			lv = max(lv, level[a]+1)
+			if al, ok := cat.Lesson(a); ok {
+				after = append(after, lessonItem(al, p))
+				nums = append(nums, fmt.Sprintf("%02d", al.Number))
+				slugs = append(slugs, a)
+			}
+		}
+		level[l.Slug] = lv
+		for len(m.Levels) <= lv {
+			m.Levels = append(m.Levels, nil)
+		}
+		reading := l.ReadingSeconds(lang)
+		c := pages.CourseCard{LessonItem: lessonItem(l, p), After: after, AfterText: strings.Join(nums, ", "), AfterSlugs: strings.Join(slugs, " ")}
+		readMin := strconv.Itoa(max(1, (reading+30)/60))
+		if ms := l.Measured; ms != nil {
+			c.Time = fill(p.T("course.time"), "minutes", strconv.Itoa(max(1, (reading+ms.JobSeconds+30)/60)))
+			c.Breakdown = fill(p.T("course.breakdown"), "reading", readMin, "job", clockText(ms.JobSeconds))
+		} else {
+			c.Time = fill(p.T("course.time"), "minutes", strconv.Itoa(max(1, (reading+30)/60)))
+			c.Breakdown = fill(p.T("course.unmeasured"), "reading", readMin)
+		}
+		m.Levels[lv] = append(m.Levels[lv], c)
+	}
+	return m
+}
+
+// clockText renders seconds as m:ss.
+func clockText(s int) string { return fmt.Sprintf("%d:%02d", s/60, s%60) }
+
+var (
+	teachingLink = regexp.MustCompile(`\]\((teaching(\.zh)?\.md)\)`)
+	docLink      = regexp.MustCompile(`\[([^\]]+)\]\(([a-z-]+\.md)\)`)
+)
+
+// handleTeaching serves /teaching: docs/teaching.md (teaching.zh.md in
+// Chinese) as a page. Links between the two languages stay on the page;
+// links to other documents become their path in the repository, which is
+// where an instructor reads them.
+func (srv *Server) handleTeaching(w http.ResponseWriter, r *http.Request) {
+	p := srv.page(w, r, "lessons", "teaching.title")
+	name := "teaching.md"
+	if p.Lang == "zh" {
+		name = "teaching.zh.md"
+	}
+	src, err := fs.ReadFile(docs.Teaching, name)
+	if err != nil {
+		srv.render(w, r, http.StatusNotFound, pages.NotFound(p, fmt.Sprintf(p.T("notfound.text"), r.URL.Path)))
+		return
+	}
+	md := strings.ReplaceAll(string(src), "\r\n", "\n")
+	title := p.T("teaching.title")
+	if first, rest, ok := strings.Cut(md, "\n"); ok && strings.HasPrefix(first, "# ") {
+		title, md = strings.TrimSpace(strings.TrimPrefix(first, "# ")), rest
+	}
+	md = teachingLink.ReplaceAllStringFunc(md, func(s string) string {
+		if strings.Contains(s, ".zh.") {
+			return "](/teaching?lang=zh)"
+		}
+		return "](/teaching?lang=en)"
+	})
+	md = docLink.ReplaceAllString(md, "`docs/$2`")
+	p.Title = title
+	srv.render(w, r, http.StatusOK, pages.Teaching(p, pages.GlossaryPage{Title: title, HTML: lessons.RenderMarkdown(md)}))
 }

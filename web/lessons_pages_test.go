@@ -1,7 +1,9 @@
 package web
 
 import (
+	"fmt"
 	"html"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -12,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statelab/statelab/docs"
 	"github.com/statelab/statelab/lessons"
+	"github.com/statelab/statelab/web/pages"
 )
 
 // get serves one request and returns the status and body.
@@ -118,7 +122,8 @@ func TestLessonPageEnds(t *testing.T) {
 	_, first := get(t, ts, "/lessons/01-why-state", "en")
 	assert.NotContains(t, first, `rel="prev"`, "the first lesson has no previous one")
 	assert.Contains(t, first, `rel="next" href="/lessons/02-keyed-and-operator-state"`)
-	_, last := get(t, ts, "/lessons/12-broadcast-and-union-state", "en")
+	c := course(t)
+	_, last := get(t, ts, "/lessons/"+c.Lessons[len(c.Lessons)-1].Slug, "en")
 	assert.NotContains(t, last, `rel="next"`, "the last lesson has no next one")
 	assert.Contains(t, text(last), "All lessons")
 }
@@ -185,4 +190,117 @@ func TestLessonPageJoinsItsSessionOnALanguageSwitch(t *testing.T) {
 	assert.Contains(t, body, `data-ws="lesson=02-keyed-and-operator-state"`)
 	_, body = get(t, ts, "/lessons/01-why-state?session=gone", "")
 	assert.Contains(t, body, `data-ws="lesson=01-why-state"`)
+}
+
+// The capstone's page: no "do it for me", each hint locked until its time
+// (data-unlock: k × hintEvery seconds), and the goal-only line in place of
+// the commands a step sends.
+func TestCapstonePage(t *testing.T) {
+	ts := newTestServer(t, nil)
+	l := capstoneLesson(t)
+	for _, lang := range []string{"en", "zh"} {
+		_, body := get(t, ts, "/lessons/"+l.Slug, lang)
+		assert.Contains(t, body, `class="lesson capstone"`)
+		assert.NotContains(t, body, "data-do=", "no do it for me")
+		every := l.Capstone.HintEvery
+		assert.Contains(t, body, fmt.Sprintf(`<details class="hint" data-unlock="%d" hidden>`, every))
+		assert.Contains(t, body, fmt.Sprintf(`<details class="hint" data-unlock="%d" hidden>`, 2*every))
+		assert.Contains(t, body, "data-hint-locked")
+	}
+	_, en := get(t, ts, "/lessons/"+l.Slug, "en")
+	assert.Contains(t, text(en), "There is no “do it for me” here.")
+	_, zh := get(t, ts, "/lessons/"+l.Slug, "zh")
+	assert.Contains(t, text(zh), "提示 2")
+}
+
+// TestCourseMap: /course lists every lesson once, each on a level below
+// every lesson it builds on, with its prerequisites named, its time and a
+// progress bar (lessons.js fills it from localStorage); in both languages.
+func TestCourseMap(t *testing.T) {
+	ts := newTestServer(t, nil)
+	c := course(t)
+	for _, lang := range []string{"en", "zh"} {
+		code, body := get(t, ts, "/course", lang)
+		require.Equal(t, http.StatusOK, code)
+		levels := regexp.MustCompile(`(?s)<li class="course-level">(.*?)</ul></li>`).FindAllStringSubmatch(body, -1)
+		require.NotEmpty(t, levels)
+		levelOf := map[string]int{}
+		for i, lv := range levels {
+			for _, m := range regexp.MustCompile(`data-lesson="([^"]+)"`).FindAllStringSubmatch(lv[1], -1) {
+				_, dup := levelOf[m[1]]
+				require.False(t, dup, "%s appears twice", m[1])
+				levelOf[m[1]] = i
+			}
+		}
+		require.Len(t, levelOf, len(c.Lessons), "every lesson is on the map")
+		for _, l := range c.Lessons {
+			for _, a := range l.After {
+				assert.Less(t, levelOf[a], levelOf[l.Slug], "%s builds on %s, so it sits below it", l.Slug, a)
+			}
+			if len(l.After) == 0 {
+				assert.Zero(t, levelOf[l.Slug], "%s builds on nothing: level 1", l.Slug)
+			}
+			assert.Contains(t, body, `data-after="`+strings.Join(l.After, " ")+`"`)
+		}
+		assert.Contains(t, body, `<progress max=`)
+		assert.Contains(t, body, `src="/static/js/lessons.js"`)
+	}
+	_, en := get(t, ts, "/course", "en")
+	assert.Contains(t, text(en), "Course map")
+	assert.Contains(t, text(en), "min reading")
+	_, zh := get(t, ts, "/course", "zh")
+	assert.Contains(t, text(zh), "课程地图")
+	assert.Contains(t, text(zh), "前置课程")
+}
+
+// A lesson's time on the map is its reading time plus the job time the
+// browser journey measured, rounded to the minute.
+func TestCourseMapTimes(t *testing.T) {
+	c := course(t)
+	p := pages.Page{Lang: "en", T: func(k string) string {
+		return map[string]string{"course.time": "~{minutes}", "course.breakdown": "{reading}|{job}", "course.unmeasured": "{reading}|-"}[k]
+	}}
+	m := courseMap(c, p)
+	seen := 0
+	for _, level := range m.Levels {
+		for _, card := range level {
+			l, ok := c.Lesson(card.Slug)
+			require.True(t, ok)
+			seen++
+			read := l.ReadingSeconds(lessons.EN)
+			assert.Positive(t, read, "%s has text to read", l.Slug)
+			if l.Measured != nil {
+				assert.Equal(t, fmt.Sprintf("~%d", max(1, (read+l.Measured.JobSeconds+30)/60)), card.Time, l.Slug)
+				assert.Equal(t, fmt.Sprintf("%d|%d:%02d", max(1, (read+30)/60), l.Measured.JobSeconds/60, l.Measured.JobSeconds%60), card.Breakdown, l.Slug)
+			}
+		}
+	}
+	assert.Equal(t, len(c.Lessons), seen)
+}
+
+// TestTeachingPage: /teaching is docs/teaching.md (and teaching.zh.md in
+// Chinese) as a page: its title, its class plan, the language link kept on
+// the page, links to other documents shown as their path.
+func TestTeachingPage(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for _, tc := range []struct{ lang, file, link string }{{"en", "teaching.md", "/teaching?lang=zh"}, {"zh", "teaching.zh.md", "/teaching?lang=en"}} {
+		src, err := fs.ReadFile(docs.Teaching, tc.file)
+		require.NoError(t, err)
+		first, _, _ := strings.Cut(string(src), "\n")
+		title := strings.TrimPrefix(first, "# ")
+		code, body := get(t, ts, "/teaching", tc.lang)
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, "<h1>"+html.EscapeString(title)+"</h1>", tc.lang)
+		assert.Contains(t, body, "45", "the 45-minute plan")
+		assert.Contains(t, body, "--classroom wordcount")
+		if strings.Contains(string(src), ".md)") {
+			assert.NotRegexp(t, `href="[a-z.]+\.md"`, body, "no link to a file the server does not serve")
+		}
+		if strings.Contains(string(src), "teaching.zh.md)") || strings.Contains(string(src), "teaching.md)") {
+			assert.Contains(t, body, `href="`+html.EscapeString(tc.link)+`"`)
+		}
+	}
+	_, lessonsPage := get(t, ts, "/lessons", "en")
+	assert.Contains(t, lessonsPage, `href="/teaching"`)
+	assert.Contains(t, lessonsPage, `href="/course"`)
 }

@@ -151,6 +151,9 @@ func TestLessonDoItForMeWalksEveryLesson(t *testing.T) {
 	}
 	ts := newTestServer(t, nil)
 	for _, l := range course(t).Lessons {
+		if l.Capstone != nil {
+			continue // no do it for me: TestLessonCapstoneIsGoalsOnly, and the browser journey
+		}
 		t.Run(l.Slug, func(t *testing.T) {
 			lc := dialLesson(t, ts, "lesson="+l.Slug)
 			require.Equal(t, "ack", lc.command(CmdSpeed, map[string]any{"factor": 100})["type"])
@@ -391,4 +394,30 @@ func TestLessonDoItForMeAfterARescaleToAnotherParallelism(t *testing.T) {
 			assert.Len(t, o.Subtasks, 4, "count planned at 4")
 		}
 	}
+}
+
+// TestLessonCapstoneIsGoalsOnly: the capstone refuses "do it for me", a
+// jump to a step ahead, and a deep link past its first step (the server
+// would play the goals for the learner); a replay of the current step is
+// fine.
+func TestLessonCapstoneIsGoalsOnly(t *testing.T) {
+	ts := newTestServer(t, nil)
+	var capstone *lessons.Lesson
+	for _, l := range course(t).Lessons {
+		if l.Capstone != nil {
+			capstone = l
+		}
+	}
+	require.NotNil(t, capstone, "the course has a capstone")
+	lc := dialLesson(t, ts, "lesson="+capstone.Slug+"&step=3")
+	require.Equal(t, "ack", lc.command(CmdLessonStatus, nil)["type"])
+	m := lc.until(5*time.Second, "the status", func(msg) bool { return true })
+	assert.EqualValues(t, 1, m["step"], "a capstone opens at its first step, whatever the link says")
+	r := lc.command(CmdLessonDo, map[string]any{"step": 1})
+	assert.Equal(t, CodeRefused, r["code"])
+	assert.Contains(t, r["message"], "is a capstone")
+	r = lc.command(CmdLessonReplay, map[string]any{"step": 2})
+	assert.Equal(t, CodeRefused, r["code"])
+	assert.Contains(t, r["message"], "replay a step you have reached (1 to 1), not step 2")
+	assert.Equal(t, "ack", lc.command(CmdLessonReplay, map[string]any{"step": 1})["type"])
 }

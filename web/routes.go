@@ -31,6 +31,8 @@ func (srv *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /lessons", srv.handleLessons)
 	mux.HandleFunc("GET /lessons/{slug}", srv.handleLesson)
 	mux.HandleFunc("GET /glossary", srv.handleGlossary)
+	mux.HandleFunc("GET /course", srv.handleCourseMap)
+	mux.HandleFunc("GET /teaching", srv.handleTeaching)
 	mux.HandleFunc("GET /classroom", srv.handleClassroom)
 	mux.HandleFunc("GET /ws", srv.handleWS)
 	srv.classroomRoutes(mux)

@@ -62,7 +62,9 @@ function wirePredictions() {
       if (f.querySelector('input[type=number]')) v = String(Number(v)); // 063 is 63
       f.dataset.given = String(v);
       for (const x of f.querySelectorAll('input, button')) x.disabled = true;
-      f.querySelector('.predict-mine').textContent = String(v);
+      // A choice shows as its label (Yes / 会), a number as typed.
+      const picked = f.querySelector('input[type=radio]:checked');
+      f.querySelector('.predict-mine').textContent = picked ? picked.closest('label').textContent.trim() : String(v);
       f.querySelector('.predict-committed').hidden = false;
       render();
     });
@@ -78,6 +80,42 @@ function renderPrediction(el, done) {
   f.querySelector('.predict-wrong').hidden = !done || given === undefined || given === f.dataset.predict;
   f.classList.toggle('revealed', done);
 }
+
+// A capstone's hints unlock over time: hint k of a step shows k × the
+// lesson's interval after the step became current on this page (the
+// server renders each with data-unlock, in seconds). A finished step shows
+// them all.
+const capstone = Boolean(root?.classList.contains('capstone'));
+const since = new Map(); // step -> when it became current here (ms)
+
+function fmtWait(s) {
+  const m = Math.floor(s / 60);
+  return `${m}:${String(s % 60).padStart(2, '0')}`;
+}
+
+function renderHints() {
+  if (!capstone || !state.lesson) return;
+  const m = state.lesson;
+  const done = new Set(m.completed);
+  for (const [i, el] of stepEls.entries()) {
+    const n = i + 1;
+    const current = n === m.step && !m.finished;
+    if (current && !since.has(n)) since.set(n, Date.now());
+    const elapsed = since.has(n) ? Math.floor((Date.now() - since.get(n)) / 1000) : 0;
+    let next = null;
+    for (const [k, d] of [...el.querySelectorAll('details[data-unlock]')].entries()) {
+      const open = done.has(n) || (since.has(n) && elapsed >= Number(d.dataset.unlock));
+      d.hidden = !open;
+      if (!open && next === null) next = { n: k + 1, left: Number(d.dataset.unlock) - elapsed };
+    }
+    const lock = el.querySelector('[data-hint-locked]');
+    if (lock) {
+      lock.hidden = !current;
+      lock.textContent = !current ? '' : next ? t('lessons.hintLocked', { n: next.n, time: fmtWait(next.left) }) : t('lessons.hintsOpen');
+    }
+  }
+}
+if (capstone) setInterval(renderHints, 1000);
 
 function wireButtons() {
   wirePredictions();
@@ -175,6 +213,8 @@ function render() {
     const replay = el.querySelector('[data-replay]');
     if (replay) replay.disabled = false;
     renderPrediction(el, done.has(n));
+    // A capstone offers no jump ahead: each goal is reached, not skipped.
+    if (capstone && replay) replay.hidden = n > m.step;
     const err = el.querySelector('.step-error');
     if (err) {
       const show = current && Boolean(m.error);
@@ -182,6 +222,7 @@ function render() {
       err.textContent = show ? t('lessons.doFailed', { error: m.error }) : '';
     }
   }
+  renderHints();
   const banner = $('lesson-banner');
   if (m.finished) {
     banner.hidden = false;

@@ -1,6 +1,10 @@
 package pages
 
-import "github.com/statelab/statelab/lessons"
+import (
+	"strings"
+
+	"github.com/statelab/statelab/lessons"
+)
 
 // LessonItem is one lesson in the lesson list (and in the list a missing
 // lesson's page offers instead).
@@ -35,4 +39,33 @@ type GlossaryPage struct {
 	Title   string
 	Summary string
 	HTML    string // rendered from the glossary's Markdown, escaped
+}
+
+// fill replaces {name} placeholders of a catalogue text, as the browser's
+// t() does.
+func fill(text string, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		text = strings.ReplaceAll(text, "{"+kv[i]+"}", kv[i+1])
+	}
+	return text
+}
+
+// CourseMapPage is the course map: the lessons grouped by level.
+type CourseMapPage struct {
+	Levels [][]CourseCard
+}
+
+// CourseCard is one lesson on the course map.
+type CourseCard struct {
+	LessonItem
+	// After are the lessons this one builds on; AfterText names them
+	// ("04, 05"), AfterSlugs lists their slugs separated by spaces (for
+	// lessons.js).
+	After      []LessonItem
+	AfterText  string
+	AfterSlugs string
+	// Time is the total ("≈ 9 min"), Breakdown its parts (reading, and
+	// the measured job time).
+	Time      string
+	Breakdown string
 }
