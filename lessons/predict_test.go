@@ -353,8 +353,8 @@ checkpointing: {interval: ` + interval + `}
 		{"restart: {strategy: fixed-delay, attempts: 2}", "1s", 2, No},
 		{"restart: {strategy: fixed-delay, attempts: 2}", "1s", 3, Yes},
 		{"restart: {strategy: fixed-delay}", "1s", 2, Yes}, // Flink's default: 1 attempt
-		{"", "1s", 100, No},                               // exponential-delay, unlimited
-		{"", "0s", 1, Yes},                                // none
+		{"", "1s", 100, No}, // exponential-delay, unlimited
+		{"", "0s", 1, Yes},  // none
 		{"restart: {strategy: none}", "1s", 1, Yes},
 	} {
 		p, err := newPrediction(&predictFile{Kind: "job-fails", Failures: tc.failures}, newJobState(MainJob, spec(tc.restart, tc.interval)))
