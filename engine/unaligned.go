@@ -201,11 +201,12 @@ func (t *subtask) startUnaligned(b barrier, seen []bool, alignment time.Duration
 	a.msg.ack.Unaligned = true
 	u.ack = &a
 	t.unal = u
-	t.event(Event{Kind: EvUnalignedCheckpoint, Checkpoint: b.ID,
-		Message: fmt.Sprintf("%s took checkpoint %d unaligned at its first barrier: the barrier overtakes the records queued ahead of it, and what still arrives on %d input(s) before their barrier is persisted as channel state", t.name, b.ID, u.remaining)})
 	if u.remaining == 0 {
 		t.completeUnaligned()
+		return nil
 	}
+	t.event(Event{Kind: EvUnalignedCheckpoint, Checkpoint: b.ID,
+		Message: fmt.Sprintf("%s took checkpoint %d unaligned at its first barrier and blocks nothing: its barrier goes ahead of the records queued in its outputs, and what still arrives on %d input(s) before their barrier is persisted as channel state", t.name, b.ID, u.remaining)})
 	return nil
 }
 
@@ -232,8 +233,11 @@ func (t *subtask) completeUnaligned() {
 	a := u.ack
 	n := addChannelState(a, u.input)
 	t.acks = append(t.acks, *a)
-	t.event(Event{Kind: EvUnalignedCheckpoint, Checkpoint: u.id, Records: u.inputRecs, Value: n,
-		Message: fmt.Sprintf("%s has every barrier of checkpoint %d: %d in-flight input record(s) (%s) persisted as channel state; it acknowledges", t.name, u.id, u.inputRecs, fmtBytes(n))})
+	msg := fmt.Sprintf("%s has every barrier of checkpoint %d: %d in-flight input record(s) (%s) persisted as channel state; it acknowledges", t.name, u.id, u.inputRecs, fmtBytes(n))
+	if len(u.waiting) <= 1 {
+		msg = fmt.Sprintf("%s took checkpoint %d unaligned at its barrier and acknowledges: with a single input it waits for no other barrier and persists no input", t.name, u.id)
+	}
+	t.event(Event{Kind: EvUnalignedCheckpoint, Checkpoint: u.id, Records: u.inputRecs, Value: n, Message: msg})
 }
 
 // abortUnaligned gives up the unaligned checkpoint in progress.

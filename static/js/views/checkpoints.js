@@ -111,7 +111,10 @@ export class CheckpointsView {
         h('td', { class: 'num' }, cp.status === 'IN_PROGRESS' ? '…' : dur(cp.endToEndDuration)),
         h('td', { class: 'num' }, bytes(cp.checkpointedSize)),
         h('td', { class: 'num' }, bytes(cp.stateSize)),
-        h('td', { class: 'num' }, dur(align))));
+        // An unaligned checkpoint does not align: it shows the in-flight
+        // records it holds as channel state instead.
+        cp.unaligned ? h('td', { class: 'num', title: t('cp.unalignedTitle') }, t('cp.unalignedCell', { size: bytes(cp.channelStateSize || 0) }))
+          : h('td', { class: 'num' }, dur(align))));
       if (cp.failureMessage || cp.failureReason) {
         tbody.append(h('tr', { class: 'cp-failure' }, h('td', { colspan: 8, title: cp.failureMessage || '' }, cpFailureText(cp.failureReason, cp.failureMessage))));
       }

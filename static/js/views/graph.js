@@ -146,6 +146,13 @@ export class GraphView {
           if (c) c.barriers.push({ cp: e.checkpoint, before: c.sent, born: now, savepoint: !!e.savepoint });
           continue;
         }
+        case 'barrier-overtook': {
+          // An unaligned barrier went ahead of the records queued before it.
+          const c = this.chan(e.channel);
+          const b = c?.barriers.find((x) => x.cp === e.checkpoint);
+          if (b) { b.before = c.delivered; b.unaligned = true; }
+          continue;
+        }
         case 'barrier-received': {
           const c = this.chan(e.channel);
           if (c) {
@@ -190,7 +197,7 @@ export class GraphView {
         if (q.kind === 'records') ahead += q.records;
         if (q.kind === 'barrier') {
           const old = v.barriers.find((b) => b.cp === q.checkpoint);
-          barriers.push({ cp: q.checkpoint, before: c.delivered + ahead, born: old ? old.born : 0 });
+          barriers.push({ cp: q.checkpoint, before: c.delivered + ahead, born: old ? old.born : 0, unaligned: !!q.unaligned });
         }
       }
       v.barriers = barriers;
@@ -324,6 +331,9 @@ export class GraphView {
       const op = hd.op;
       const el = h('div', { class: 'op-head', dataset: { op: op.id } },
         h('div', { class: 'op-name' }, op.id, t(`kind.${op.kind}`).toLowerCase() !== op.id.toLowerCase() ? h('span', { class: 'op-kind' }, t(`kind.${op.kind}`)) : null),
+        // Operator chaining: the task this operator runs in, named as
+        // Flink's Web UI names it ("Source: words -> tokenizer").
+        op.chain && op.chain.includes(' -> ') ? h('div', { class: 'op-chain', title: t('graph.chainTitle', { chain: op.chain }) }, op.chain) : null,
         h('div', { class: 'op-par' },
           h('button', { type: 'button', class: 'button mini', dataset: { focus: `op:${op.id}:-` }, 'aria-label': t('graph.rescaleDown', { op: op.id, p: op.parallelism - 1 }),
             title: t('graph.rescaleDown', { op: op.id, p: op.parallelism - 1 }), disabled: this.readOnly || op.parallelism <= 1,
@@ -362,7 +372,7 @@ export class GraphView {
       const y2 = b.y + BOX_H / 2;
       const dx = Math.max(30, (x2 - x1) / 2);
       const geom = { x1, y1, c1x: x1 + dx, c1y: y1, c2x: x2 - dx, c2y: y2, x2, y2 };
-      const path = s('path', { d: `M${x1},${y1} C${geom.c1x},${y1} ${geom.c2x},${y2} ${x2},${y2}`, class: 'chan' });
+      const path = s('path', { d: `M${x1},${y1} C${geom.c1x},${y1} ${geom.c2x},${y2} ${x2},${y2}`, class: c.chained ? 'chan chained' : 'chan' });
       this.gChans.append(path);
       const q = s('rect', { class: 'queue', x: x2 - 6, y: y2 - 4, width: 0, height: 8, rx: 2 });
       const qt = s('text', { class: 'queue-text', x: x2 - 8, y: y2 - 8, 'text-anchor': 'end' });
@@ -523,7 +533,7 @@ export class GraphView {
         seen.add(b.cp);
         let be = el.barriers.get(b.cp);
         if (!be) {
-          be = s('g', { class: b.savepoint ? 'barrier savepoint' : 'barrier' },
+          be = s('g', { class: b.savepoint ? 'barrier savepoint' : b.unaligned ? 'barrier unaligned' : 'barrier' },
             s('rect', { x: -2.5, y: -11, width: 5, height: 22, rx: 1.5 }),
             s('text', { y: -14, 'text-anchor': 'middle' }, String(b.cp)));
           this.gBarriers.append(be);

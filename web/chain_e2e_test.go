@@ -1,0 +1,29 @@
+package web
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A person turns on operator chaining and unaligned checkpoints in the
+// sandbox: the job graph names each chain as Flink's Web UI does and draws
+// the chained channels apart, and a completed checkpoint shows in the
+// table as unaligned with the in-flight data it holds.
+func TestBrowserChainsAndUnalignedCheckpoints(t *testing.T) {
+	b := newBrowser(t)
+	b.openLive("template=wordcount&seed=3&interval=50ms&chaining=true&unaligned=true&lang=en")
+	b.waitJS(20*time.Second, "the chain named in the graph",
+		`[...document.querySelectorAll('#graph .op-chain')].some(e => e.textContent.includes('Source: source -> tokenizer'))`)
+	assert.Positive(t, eval[int](b, `document.querySelectorAll('#graph path.chan.chained').length`), "chained channels are drawn as such")
+	for range 3 {
+		b.clickLive(`#btn-faster`)
+	}
+	b.waitJS(90*time.Second, "an unaligned checkpoint in the table",
+		`[...document.querySelectorAll('table.checkpoints td')].some(e => e.textContent.startsWith('unaligned ·'))`)
+	b.shot("chains-and-unaligned")
+	b.openLive("template=wordcount&seed=3&chaining=true&lang=zh")
+	b.waitJS(20*time.Second, "the chain's title in Chinese",
+		`[...document.querySelectorAll('#graph .op-chain')].some(e => e.title.startsWith('算子链'))`)
+}
