@@ -183,6 +183,7 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 			c.abortCheckpoint(q, CheckpointSubsumed, fmt.Sprintf("subsumed by checkpoint %d", p.id))
 		}
 	}
+	c.confirmLocalState(meta)
 	stop := p.stop && c.rescaling != nil && c.rescaling.savepoint == p.id
 	if stop {
 		r := c.rescaling

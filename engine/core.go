@@ -427,6 +427,10 @@ func (c *core) planRestore(ex *execution) (map[*subtask]*restoreSpec, *state.Che
 func (c *core) restoreSpecs(ex *execution, meta *state.CheckpointMetadata) (map[*subtask]*restoreSpec, error) {
 	out := map[*subtask]*restoreSpec{}
 	byOp, _ := mapStates(c.spec, meta)
+	stats := &state.RecoveryStats{}
+	c.restoreMu.Lock()
+	ex.recovery = stats
+	c.restoreMu.Unlock()
 	for _, eo := range ex.ops {
 		old := byOp[eo.spec.ID]
 		if old == nil {
@@ -458,7 +462,9 @@ func (c *core) restoreSpecs(ex *execution, meta *state.CheckpointMetadata) (map[
 		}
 		info := &RescaleInfo{Operator: eo.spec.ID, From: old.Parallelism, To: eo.parallelism, Plan: plan, Savepoint: meta.CheckpointID}
 		for i, t := range eo.tasks {
-			r := &restoreSpec{checkpoint: meta.CheckpointID, savepoint: meta.Savepoint, storage: c.storage, operator: backends[i]}
+			rs := &restoreStorage{CheckpointStorage: c.storage, c: c, t: t, stats: stats,
+				local: c.spec.Checkpointing.LocalRecovery && old.Parallelism == eo.parallelism}
+			r := &restoreSpec{checkpoint: meta.CheckpointID, savepoint: meta.Savepoint, storage: rs, operator: backends[i]}
 			if plan != nil {
 				for _, rd := range plan.Subtasks[i].Reads {
 					if h := oldKeyed[rd.OldSubtask]; h != nil {
@@ -585,6 +591,9 @@ func (c *core) subtaskRestored(ex *execution, now time.Duration) {
 	ex.restoreCounted = true
 	r := *ex.restore
 	r.RestoreTime = now
+	if ex.recovery != nil {
+		r.LocalBytes, r.RemoteBytes = ex.recovery.Local.Load(), ex.recovery.Remote.Load()
+	}
 	c.counters.Restores++
 	c.coord.counts.Restored++
 	c.coord.latestRestore = &r

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
 )
 
 // JobStatus is Flink's JobStatus.
@@ -74,6 +75,10 @@ type execution struct {
 	restore        *RestoreStats
 	initialized    int
 	restoreCounted bool
+	// recovery counts the bytes the restore read from task-local copies
+	// and from checkpoint storage (localrecovery.go). Set by restoreSpecs
+	// under core.restoreMu.
+	recovery *state.RecoveryStats
 }
 
 // execOperator is one operator of an execution.

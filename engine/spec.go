@@ -174,6 +174,11 @@ type CheckpointingSpec struct {
 	// state.checkpoints.num-retained); older ones are subsumed and deleted.
 	Retained    int  `json:"retained" yaml:"retained"`
 	Incremental bool `json:"incremental" yaml:"incremental"`
+	// LocalRecovery is state.backend.local-recovery (default false): each
+	// subtask also keeps a copy of its checkpointed keyed state on its
+	// TaskManager's local disk, and a restore on the same TaskManager reads
+	// it instead of checkpoint storage (localrecovery.go).
+	LocalRecovery bool `json:"localRecovery,omitempty" yaml:"localRecovery,omitempty"`
 	// Timeout aborts a checkpoint that has not completed in time.
 	Timeout Duration `json:"timeout" yaml:"timeout"`
 	// MinPause is the least time between the end of one checkpoint and the

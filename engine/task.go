@@ -628,7 +628,7 @@ func (t *subtask) snapshotState(b barrier) (*state.SubtaskState, state.AsyncSnap
 		return st, nil, nil
 	}
 	target := state.SnapshotTarget{CheckpointID: b.ID, Savepoint: b.Savepoint}
-	async, err := t.keyed.StartSnapshot(target, t.c.storage)
+	async, err := t.keyed.StartSnapshot(target, t.snapshotStorage(b.Savepoint))
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot keyed state: %w", err)
 	}

@@ -271,6 +271,11 @@ type RestoreStats struct {
 	Checkpoint  int64         `json:"checkpoint"`
 	Savepoint   bool          `json:"savepoint"`
 	RestoreTime time.Duration `json:"restoreTime"`
+	// LocalBytes and RemoteBytes are the keyed state bytes the restore read
+	// from task-local copies on the TaskManagers' disks and from checkpoint
+	// storage (state.backend.local-recovery; localrecovery.go).
+	LocalBytes  int64 `json:"localBytes"`
+	RemoteBytes int64 `json:"remoteBytes"`
 	// Skipped lists checkpoints that could not be read (corrupt or missing files).
 	Skipped []string `json:"skipped,omitempty"`
 }

@@ -166,7 +166,7 @@ func CloneStorage(s CheckpointStorage, dir string) (CheckpointStorage, error) {
 		if err := copyTree(b.root, root); err != nil {
 			return nil, fmt.Errorf("state: copy filesystem checkpoint storage: %w", err)
 		}
-		nb, err := newFSBlobs(root)
+		nb, err := newFSBlobs(b.fsys, root)
 		if err != nil {
 			return nil, err
 		}

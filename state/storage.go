@@ -130,6 +130,9 @@ type StorageConfig struct {
 	// MaxStateSize caps each state file of jobmanager storage; 0 means
 	// DefaultMaxStateSize.
 	MaxStateSize int64
+	// FS is the file system of a filesystem storage (nil: the real disk,
+	// OSFS); tests pass an ErrorFS to inject disk faults.
+	FS FileSystem
 }
 
 // NewCheckpointStorage creates the storage cfg describes. A filesystem

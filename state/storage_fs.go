@@ -13,35 +13,37 @@ import (
 // fsBlobs keeps files in a directory, the job's directory of a
 // FileSystemCheckpointStorage: chk-<n>/, shared/, taskowned/.
 type fsBlobs struct {
+	fsys FileSystem // every file operation goes through it (fs.go)
 	root string
 	seq  atomic.Int64 // temporary names; unique within the process
 }
 
-func newFSBlobs(root string) (*fsBlobs, error) {
+func newFSBlobs(fsys FileSystem, root string) (*fsBlobs, error) {
+	fsys = orOS(fsys)
 	for _, d := range []string{root, filepath.Join(root, "shared"), filepath.Join(root, "taskowned")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := fsys.MkdirAll(d); err != nil {
 			return nil, fmt.Errorf("state: create checkpoint directory: %w", err)
 		}
 	}
-	return &fsBlobs{root: root}, nil
+	return &fsBlobs{fsys: fsys, root: root}, nil
 }
 
 func (f *fsBlobs) abs(p string) string { return filepath.Join(f.root, filepath.FromSlash(p)) }
 
 type fsTemp struct {
 	f    *fsBlobs
-	file *os.File
+	file File
 }
 
 // newTemp creates a hidden temporary file in dir; commit syncs it and renames
 // it into place, so a reader never sees a half-written file under a real name.
 func (f *fsBlobs) newTemp(dir string) (tempBlob, error) {
 	d := f.abs(dir)
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := f.fsys.MkdirAll(d); err != nil {
 		return nil, err
 	}
 	name := filepath.Join(d, fmt.Sprintf(".inprogress-%d-%d", os.Getpid(), f.seq.Add(1)))
-	file, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	file, err := f.fsys.Create(name)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +55,7 @@ func (t *fsTemp) Write(p []byte) (int, error) { return t.file.Write(p) }
 func (t *fsTemp) abort() {
 	name := t.file.Name()
 	t.file.Close()
-	os.Remove(name)
+	t.f.fsys.Remove(name)
 }
 
 func (t *fsTemp) commit(p string) error {
@@ -63,40 +65,30 @@ func (t *fsTemp) commit(p string) error {
 		return err
 	}
 	if err := t.file.Close(); err != nil {
-		os.Remove(name)
+		t.f.fsys.Remove(name)
 		return err
 	}
 	dst := t.f.abs(p)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		os.Remove(name)
+	if err := t.f.fsys.MkdirAll(filepath.Dir(dst)); err != nil {
+		t.f.fsys.Remove(name)
 		return err
 	}
-	if err := os.Rename(name, dst); err != nil {
-		os.Remove(name)
+	if err := t.f.fsys.Rename(name, dst); err != nil {
+		t.f.fsys.Remove(name)
 		return err
 	}
-	return syncDir(filepath.Dir(dst))
-}
-
-// syncDir makes a rename durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return t.f.fsys.SyncDir(filepath.Dir(dst))
 }
 
 type fsReader struct {
-	*os.File
+	File
 	size int64
 }
 
 func (r fsReader) Size() int64 { return r.size }
 
 func (f *fsBlobs) open(p string) (blobReader, error) {
-	file, err := os.Open(f.abs(p))
+	file, err := f.fsys.Open(f.abs(p))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrMissing, p)
 	}
@@ -112,22 +104,22 @@ func (f *fsBlobs) open(p string) (blobReader, error) {
 }
 
 func (f *fsBlobs) remove(p string) error {
-	if err := os.Remove(f.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := f.fsys.Remove(f.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
 }
 
-func (f *fsBlobs) removeDir(dir string) error { return os.RemoveAll(f.abs(dir)) }
+func (f *fsBlobs) removeDir(dir string) error { return f.fsys.RemoveAll(f.abs(dir)) }
 
 func (f *fsBlobs) exists(p string) bool {
-	_, err := os.Stat(f.abs(p))
+	_, err := f.fsys.Stat(f.abs(p))
 	return err == nil
 }
 
 func (f *fsBlobs) list() (map[string]int64, error) {
 	out := map[string]int64{}
-	err := filepath.WalkDir(f.root, func(p string, d fs.DirEntry, err error) error {
+	err := f.fsys.WalkDir(f.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -94,7 +94,7 @@ func newStorage(cfg StorageConfig) (CheckpointStorage, error) {
 			return nil, errors.New("state: filesystem checkpoint storage needs a directory")
 		}
 		s.cfg.MaxStateSize = 0
-		fsb, err := newFSBlobs(path.Join(cfg.Dir, cfg.JobID))
+		fsb, err := newFSBlobs(cfg.FS, path.Join(cfg.Dir, cfg.JobID))
 		if err != nil {
 			return nil, err
 		}
