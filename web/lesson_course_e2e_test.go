@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,5 +67,40 @@ func TestJourneyCourseTimes(t *testing.T) {
 	}
 	if f := os.Getenv("COURSE_TIMES"); f != "" {
 		require.NoError(t, os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	}
+}
+
+// TestBrowserCourseMap: with lesson 01 finished in this browser
+// (localStorage, as lesson.js writes it), the course map marks 01 finished,
+// the lessons that build only on 01 ready, and 03 waiting for 02; the page
+// fits a phone (390 px) and a laptop (1280 px), in English and Chinese.
+func TestBrowserCourseMap(t *testing.T) {
+	b := newBrowser(t)
+	c := course(t)
+	first := c.Lessons[0]
+	b.run(chromedp.Navigate(b.url + "/course?lang=en"))
+	steps := make([]int, len(first.Steps))
+	for i := range steps {
+		steps[i] = i + 1
+	}
+	b.run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`localStorage.setItem('statelab.lesson.%s', JSON.stringify({done: %s, total: %d}))`,
+		first.Slug, strings.ReplaceAll(fmt.Sprint(steps), " ", ","), len(steps))))
+	for _, lang := range []string{"en", "zh"} {
+		for _, width := range []int64{390, 1280} {
+			b.run(chromedp.EmulateViewport(width, 900))
+			b.run(chromedp.Navigate(fmt.Sprintf("%s/course?lang=%s&w=%d", b.url, lang, width)))
+			b.waitJS(10*time.Second, "the progress drawn", `document.querySelector('a[data-lesson="`+first.Slug+`"]').classList.contains('finished')`)
+			for _, l := range c.Lessons[1:] {
+				onlyFirst := len(l.After) > 0 && strings.Join(l.After, " ") == first.Slug
+				ready := eval[bool](b, `document.querySelector('a[data-lesson="`+l.Slug+`"]').classList.contains('ready')`)
+				assert.Equal(t, onlyFirst, ready, "%s (%s): ready exactly when it builds on %s alone", l.Slug, lang, first.Slug)
+			}
+			if l, ok := c.Lesson("03-state-backends"); ok && strings.Join(l.After, " ") == "02-keyed-and-operator-state" {
+				status := eval[string](b, `document.querySelector('a[data-lesson="03-state-backends"] [data-course-status]').textContent`)
+				assert.Contains(t, status, "02", "03 waits for 02")
+			}
+			assert.LessOrEqual(t, eval[int](b, `document.documentElement.scrollWidth`), int(width), "the map fits %d px", width)
+			b.view(fmt.Sprintf("course-map-%s-%d", lang, width))
+		}
 	}
 }
