@@ -93,6 +93,12 @@ func TestSiteJourney(t *testing.T) {
 		jsSnap+`.job.operators.find(o => o.id === 'count').parallelism === 3 && `+jsAllRunning)
 	j.waitJS(10*time.Second, "three owners in the key-group strip", `document.querySelectorAll('.strip-legend li').length === 3`)
 	j.shot("rescaled")
+	// The address now names the session, which lives in this page's engine:
+	// a reload starts the same job again in the new page's engine.
+	require.Contains(t, eval[string](j.browserEnv, `location.search`), "session=")
+	j.run(chromedp.Reload())
+	j.waitJS(60*time.Second, "the live view after a reload", `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`)
+	assert.Equal(t, "word-count", eval[string](j.browserEnv, jsSnap+`.job.name`), "the reloaded page runs the same job")
 
 	// A page that needs a server says so, in both languages, and links to it.
 	j.visit("/classroom")

@@ -85,12 +85,27 @@ export function start() {
   return engine;
 }
 
+// The live page puts ?session=ID in the address once its run has started
+// (live.js), but a page of the site that loads again has a new engine with
+// no session ID: it starts the run ID was started from instead, from its
+// beginning (the query is kept in sessionStorage, for this tab).
+const opened = new Set();
+function siteQuery(query) {
+  const id = new URLSearchParams(query).get('session');
+  if (id && !opened.has(id)) {
+    const first = sessionStorage.getItem(`statelab.site.${id}`);
+    if (first) return first;
+  }
+  return query;
+}
+
 // InPageSocket is a WebSocket to the in-page server: the same readyState
 // values, send, close and handlers, so Connection uses either unchanged.
 export class InPageSocket {
   constructor(url) {
     this.readyState = 0; // CONNECTING
-    const query = new URL(url, location.href).search.slice(1);
+    const query = siteQuery(new URL(url, location.href).search.slice(1));
+    this.query = query;
     start().then((eng) => {
       if (this.readyState === 3) return;
       this.c = eng.connect(query, this);
@@ -107,6 +122,13 @@ export class InPageSocket {
   received(data) {
     // The site's load budget: first snapshot within 3 s of load.
     globalThis.statelabSiteTimings.firstMessageMs ??= performance.now();
+    if (!this.session && data.startsWith('{"type":"snapshot"')) {
+      try {
+        this.session = JSON.parse(data).session;
+        opened.add(this.session);
+        if (!/(^|&)session=/.test(this.query)) sessionStorage.setItem(`statelab.site.${this.session}`, this.query);
+      } catch { /* not ours to judge */ }
+    }
     this.onmessage?.({ data });
   }
 

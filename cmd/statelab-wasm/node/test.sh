@@ -20,6 +20,5 @@ EXEC="$PWD/cmd/statelab-wasm/node/go_js_wasm_memfs_exec"
 export GOOS=js GOARCH=wasm
 PEBBLE_ONLY='/pebble|^TestTaskManagerCrashWaitsForResources$|^TestJobAndOperatorNamesStayInsideTheEngineDirectory$'
 go build ./rescale ./state ./engine ./catalog ./lessons ./web ./cmd/statelab-wasm
-go vet ./rescale ./state ./engine
 go test -count=1 -exec "$EXEC" ./rescale ./state
 go test -short -count=1 -timeout 20m -exec "$EXEC" -skip "$PEBBLE_ONLY" ./engine
