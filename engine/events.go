@@ -160,25 +160,106 @@ type RescaleInfo struct {
 // falls more than its buffer behind, further events are dropped (never
 // waited for) and Dropped counts them, so the subscriber can resynchronise
 // with Snapshot.
+//
+// The buffer is a bound, not an allocation: C holds at most directEvents,
+// and only a subscriber that falls behind has the rest queued, in memory
+// that grows with its backlog and is given back once it has caught up. An
+// Event is some 420 bytes, so a channel of the web server's 8,192 would
+// hold 3.3 MB per viewed session whether or not the events come; a class
+// of 64 forks watched at the teaching pace (a few hundred events a second)
+// would hold 210 MB of it, empty.
 type Subscription struct {
 	C       <-chan Event
 	c       chan Event
 	dropped atomic.Int64
 	bus     *bus
 	once    sync.Once
+	limit   int // the buffer: most events waiting, in C and queued
+
+	mu sync.Mutex
+	// queue holds, oldest first, events that found C full; forwarding is
+	// set while a goroutine moves them into C (then every new event
+	// queues behind them, so the order holds).
+	queue      []Event
+	forwarding bool
+	closed     bool
+	quit       chan struct{}
 }
+
+// directEvents is the capacity of a Subscription's channel.
+const directEvents = 128
 
 // Dropped is how many events this subscriber missed.
 func (s *Subscription) Dropped() int64 { return s.dropped.Load() }
 
-// Close stops the subscription and closes C.
+// Close stops the subscription and closes C. Events already in C can still
+// be received; queued ones are dropped.
 func (s *Subscription) Close() {
 	s.once.Do(func() {
 		s.bus.mu.Lock()
 		delete(s.bus.subs, s)
-		close(s.c)
 		s.bus.mu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		close(s.quit)
+		if !s.forwarding {
+			close(s.c) // else the forwarder closes it as it stops
+		}
 	})
+}
+
+// offer hands e to the subscriber: straight into C when it has room and
+// nothing is queued, else to the queue, else (over the buffer) nowhere.
+func (s *Subscription) offer(e Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if !s.forwarding {
+		select {
+		case s.c <- e:
+			return
+		default:
+		}
+	}
+	if len(s.c)+len(s.queue) >= s.limit {
+		s.dropped.Add(1)
+		return
+	}
+	s.queue = append(s.queue, e)
+	if !s.forwarding {
+		s.forwarding = true
+		go s.forward()
+	}
+}
+
+// forward moves the queue into C, waiting for the subscriber, until the
+// queue is empty (its memory is let go) or the subscription is closed.
+func (s *Subscription) forward() {
+	for {
+		s.mu.Lock()
+		if s.closed || len(s.queue) == 0 {
+			s.queue, s.forwarding = nil, false
+			if s.closed {
+				close(s.c)
+			}
+			s.mu.Unlock()
+			return
+		}
+		e := s.queue[0]
+		s.mu.Unlock()
+		select {
+		case s.c <- e:
+		case <-s.quit:
+			continue // closed: the loop's first check ends it
+		}
+		s.mu.Lock()
+		s.queue[0] = Event{}
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+	}
 }
 
 // bus fans events out to subscribers without ever blocking.
@@ -197,8 +278,8 @@ func (b *bus) subscribe(buffer int) *Subscription {
 	if buffer < 1 {
 		buffer = 1
 	}
-	c := make(chan Event, buffer)
-	s := &Subscription{C: c, c: c, bus: b}
+	c := make(chan Event, min(buffer, directEvents))
+	s := &Subscription{C: c, c: c, bus: b, limit: buffer, quit: make(chan struct{})}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.active.Store(true)
@@ -217,11 +298,7 @@ func (b *bus) publish(e Event) {
 		b.record(e)
 	}
 	for s := range b.subs {
-		select {
-		case s.c <- e:
-		default:
-			s.dropped.Add(1)
-		}
+		s.offer(e)
 	}
 	b.active.Store(len(b.subs) > 0)
 }
