@@ -31,7 +31,7 @@ type Comparison struct {
 	DuplicateRecords int    `json:"duplicateRecords"`
 	LostRecords      int    `json:"lostRecords"`
 	// Truncated is set when the lists above were cut (Snapshot keeps at
-	// most 50 of each; Compare returns them all).
+	// most snapshotDiffs of each; Compare returns them all).
 	Truncated bool `json:"truncated,omitempty"`
 	// ExactlyOnce: nothing lost, nothing duplicated, nothing unexpected.
 	ExactlyOnce bool `json:"exactlyOnce"`
@@ -70,6 +70,8 @@ type truth struct {
 	exact     map[outKey]int
 	finals    map[string]int64
 	records   int64
+	// keys and expected are the distinct keys and the records of exact.
+	keys, expected int
 }
 
 // compare checks every sink.
@@ -79,17 +81,36 @@ func (c *core) compare() ([]Comparison, error) {
 		if o.Kind != KindSink {
 			continue
 		}
-		cmp, err := c.compareSink(o.ID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, cmp)
+		out = append(out, c.compareFull(o.ID, c.groundTruth(o.ID)))
 	}
 	return out, nil
 }
 
-// compareSink compares one sink, reusing the last result while neither the
-// topics nor the committed output changed.
+// compareFull compares one sink and lists every difference.
+func (c *core) compareFull(id string, tr truth) Comparison {
+	return c.compareKeep(id, tr, -1)
+}
+
+// compareKeep compares one sink, keeping the first keep entries of each
+// list in order (every entry when keep < 0; the counts are always whole).
+func (c *core) compareKeep(id string, tr truth, keep int) Comparison {
+	var cmp Comparison
+	c.sinks[id].multiset(func(total int, got map[outKey]int) { cmp = c.compareWith(id, tr, total, got, keep) })
+	return cmp
+}
+
+// snapshotDiffs is how many entries of each list of a Comparison a
+// Snapshot shows.
+const snapshotDiffs = 50
+
+// compareSink compares one sink for a Snapshot, with at most snapshotDiffs
+// entries per list, reusing the last result while neither the topics nor
+// the committed output changed. Only the first entries are ever listed:
+// while a run is under way the expected output holds every record its
+// sources will send, so the full list of losses is most of the truth (tens
+// of thousands of entries, megabytes) — built at every snapshot of every
+// watched session, and kept in the cache, which every fork and time-travel
+// image copied, for 50 lines of a view.
 func (c *core) compareSink(id string) (Comparison, error) {
 	tr := c.groundTruth(id)
 	store := c.sinks[id]
@@ -97,11 +118,7 @@ func (c *core) compareSink(id string) (Comparison, error) {
 	if e, ok := c.cmpCache[id]; ok && e.key == key {
 		return e.cmp, nil
 	}
-	var cmp Comparison
-	store.multiset(func(total int, got map[outKey]int) { cmp = c.compareWith(id, tr, total, got) })
-	sortDiffs(cmp.Duplicates)
-	sortDiffs(cmp.Losses)
-	sortDiffs(cmp.Unexpected)
+	cmp := c.compareKeep(id, tr, snapshotDiffs)
 	if c.cmpCache == nil {
 		c.cmpCache = map[string]cmpEntry{}
 	}
@@ -127,7 +144,7 @@ func (cmp Comparison) truncated(n int) Comparison {
 	return cmp
 }
 
-func (c *core) compareWith(id string, tr truth, total int, got map[outKey]int) Comparison {
+func (c *core) compareWith(id string, tr truth, total int, got map[outKey]int, keep int) Comparison {
 	o, _ := c.spec.Operator(id)
 	opts, _ := parseOptions(o)
 	store := c.sinks[id]
@@ -140,26 +157,24 @@ func (c *core) compareWith(id string, tr truth, total int, got map[outKey]int) C
 		cmp.Mode = "none"
 		return cmp
 	}
+	dups, losses, unexpected := diffList{keep: keep}, diffList{keep: keep}, diffList{keep: keep}
 	if !tr.final {
 		cmp.Mode = "exact"
-		keys := map[string]bool{}
+		cmp.Keys, cmp.Expected = tr.keys, tr.expected
 		for k, n := range tr.exact {
-			keys[k.key] = true
-			cmp.Expected += n
 			if g := got[k]; g < n {
-				cmp.Losses = append(cmp.Losses, Diff{Key: k.key, Window: k.window, Value: k.value, Expected: n, Committed: g})
+				losses.add(Diff{Key: k.key, Window: k.window, Value: k.value, Expected: n, Committed: g})
 				cmp.LostRecords += n - g
 			} else if g > n {
-				cmp.Duplicates = append(cmp.Duplicates, Diff{Key: k.key, Window: k.window, Value: k.value, Expected: n, Committed: g})
+				dups.add(Diff{Key: k.key, Window: k.window, Value: k.value, Expected: n, Committed: g})
 				cmp.DuplicateRecords += g - n
 			}
 		}
 		for k, g := range got {
 			if tr.exact[k] == 0 {
-				cmp.Unexpected = append(cmp.Unexpected, Diff{Key: k.key, Window: k.window, Value: k.value, Committed: g})
+				unexpected.add(Diff{Key: k.key, Window: k.window, Value: k.value, Committed: g})
 			}
 		}
-		cmp.Keys = len(keys)
 	} else {
 		cmp.Mode = "final"
 		cmp.Keys = len(tr.finals)
@@ -170,7 +185,7 @@ func (c *core) compareWith(id string, tr truth, total int, got map[outKey]int) C
 				best[k.key] = k.value
 			}
 			if g > 1 {
-				cmp.Duplicates = append(cmp.Duplicates, Diff{Key: k.key, Value: k.value, Expected: 1, Committed: g})
+				dups.add(Diff{Key: k.key, Value: k.value, Expected: 1, Committed: g})
 				cmp.DuplicateRecords += g - 1
 			}
 		}
@@ -178,28 +193,75 @@ func (c *core) compareWith(id string, tr truth, total int, got map[outKey]int) C
 			v, ok := best[k]
 			switch {
 			case !ok || v < want:
-				cmp.Losses = append(cmp.Losses, Diff{Key: k, Value: want, Expected: 1})
+				losses.add(Diff{Key: k, Value: want, Expected: 1})
 				cmp.LostRecords++
 			case v > want:
-				cmp.Unexpected = append(cmp.Unexpected, Diff{Key: k, Value: v, Committed: 1})
+				unexpected.add(Diff{Key: k, Value: v, Committed: 1})
 			}
 		}
 	}
-	cmp.AtLeastOnce = len(cmp.Losses) == 0 && len(cmp.Unexpected) == 0
-	cmp.ExactlyOnce = cmp.AtLeastOnce && len(cmp.Duplicates) == 0
+	cmp.Duplicates, cmp.Losses, cmp.Unexpected = dups.list(), losses.list(), unexpected.list()
+	cmp.Truncated = dups.cut || losses.cut || unexpected.cut
+	cmp.AtLeastOnce = losses.n == 0 && unexpected.n == 0
+	cmp.ExactlyOnce = cmp.AtLeastOnce && dups.n == 0
 	return cmp
 }
 
-func sortDiffs(d []Diff) {
-	slices.SortFunc(d, func(a, b Diff) int {
-		if c := strings.Compare(a.Key, b.Key); c != 0 {
-			return c
+// diffList collects the differences of one kind in sortDiffs' order,
+// keeping only the first keep of them when keep >= 0 (without building the
+// whole list first), and counts them all.
+type diffList struct {
+	keep int
+	d    []Diff
+	n    int
+	cut  bool
+}
+
+func (l *diffList) add(d Diff) {
+	l.n++
+	if l.keep < 0 {
+		l.d = append(l.d, d)
+		return
+	}
+	i, _ := slices.BinarySearchFunc(l.d, d, compareDiffs)
+	if len(l.d) == l.keep {
+		l.cut = true
+		if i == len(l.d) {
+			return // after every kept one
 		}
-		if c := strings.Compare(a.Window, b.Window); c != 0 {
-			return c
-		}
-		return int(a.Value - b.Value)
-	})
+		l.d = l.d[:len(l.d)-1]
+	}
+	l.d = slices.Insert(l.d, i, d)
+}
+
+// list is the kept differences in order (never nil).
+func (l *diffList) list() []Diff {
+	if l.keep < 0 {
+		sortDiffs(l.d)
+	}
+	if l.d == nil {
+		return []Diff{}
+	}
+	return l.d
+}
+
+func sortDiffs(d []Diff) { slices.SortFunc(d, compareDiffs) }
+
+// compareDiffs orders differences by key, window and value.
+func compareDiffs(a, b Diff) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Window, b.Window); c != 0 {
+		return c
+	}
+	switch {
+	case a.Value < b.Value:
+		return -1
+	case a.Value > b.Value:
+		return 1
+	}
+	return 0
 }
 
 // maxTruthRecords bounds the source records the ground truth is computed from.
@@ -316,19 +378,6 @@ func (c *core) evalTruth(sink string) truth {
 			for k, v := range n {
 				out = append(out, Record{Key: k.key, Value: v, Text: windowLabel(k.start, size), Timestamp: k.start + size - 1})
 			}
-		case KindBroadcastFilter:
-			tr.supported = false
-			tr.reason = "a broadcast-filter's output depends on when its rules arrive"
-		case KindSink:
-			if o.ID == sink {
-				if !tr.final {
-					tr.exact = map[outKey]int{}
-					for _, r := range in {
-						tr.exact[outKey{r.Key, r.Text, r.Value}]++
-					}
-				}
-				return tr
-			}
 		case KindAlerts:
 			// Event time: a key's events sorted by time form sessions
 			// separated by gaps of at least the timeout; each session ends
@@ -350,6 +399,22 @@ func (c *core) evalTruth(sink string) truth {
 						n = 0
 					}
 				}
+			}
+		case KindBroadcastFilter:
+			tr.supported = false
+			tr.reason = "a broadcast-filter's output depends on when its rules arrive"
+		case KindSink:
+			if o.ID == sink {
+				if !tr.final {
+					tr.exact = map[outKey]int{}
+					keys := map[string]bool{}
+					for _, r := range in {
+						tr.exact[outKey{r.Key, r.Text, r.Value}]++
+						keys[r.Key] = true
+					}
+					tr.keys, tr.expected = len(keys), len(in)
+				}
+				return tr
 			}
 		}
 		outs[o.ID] = out
