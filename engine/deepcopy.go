@@ -3,6 +3,7 @@ package engine
 import (
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -21,6 +22,8 @@ import (
 //     seeds it with the new core, bus, storage and keyed backends);
 //   - keyed state backends and checkpoint storage not seeded are dropped
 //     (nil): they belong to closed subtasks, which never use them again;
+//   - a type that implements selfCopier copies itself (sharing what never
+//     changes in place);
 //   - mutexes and wait groups start unlocked; channels are nil (the new
 //     driver makes its own); functions are shared (codecs and renderers are
 //     pure; the caller resets the few closures that are not); loggers are
@@ -46,7 +49,27 @@ var (
 	typRWMutex      = reflect.TypeFor[sync.RWMutex]()
 	typWaitGroup    = reflect.TypeFor[sync.WaitGroup]()
 	typOnce         = reflect.TypeFor[sync.Once]()
+	typSelfCopier   = reflect.TypeFor[selfCopier]()
 )
+
+// selfCopier is a type whose copy shares what it never changes in place
+// (a *sinkStore's committed records); copyTo fills dst, a new zero value
+// of the same type the copier has already put in its memo.
+type selfCopier interface {
+	copyTo(cp *copier, dst any)
+}
+
+// fieldsExcept deep-copies the fields of the struct *src into *dst (both
+// pointers to one struct type), all but those named.
+func (cp *copier) fieldsExcept(dst, src any, skip ...string) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for i := range s.NumField() {
+		if slices.Contains(skip, s.Type().Field(i).Name) {
+			continue
+		}
+		cp.into(settable(d.Field(i)), s.Field(i))
+	}
+}
 
 func newCopier() *copier { return &copier{memo: map[memoKey]reflect.Value{}} }
 
@@ -130,7 +153,12 @@ func (cp *copier) into(dst, src reflect.Value) {
 		}
 		n := reflect.New(t.Elem())
 		cp.memo[memoKey{src.Pointer(), t}] = n
-		cp.into(n.Elem(), src.Elem())
+		if t.Implements(typSelfCopier) {
+			orig := reflect.NewAt(t.Elem(), unsafe.Pointer(src.Pointer())).Interface().(selfCopier)
+			orig.copyTo(cp, n.Interface())
+		} else {
+			cp.into(n.Elem(), src.Elem())
+		}
 		dst.Set(n)
 	case reflect.Interface:
 		if src.IsNil() {

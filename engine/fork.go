@@ -287,3 +287,25 @@ func forkCore(c *core, opts Options) (_ *forked, err error) {
 	}
 	return &forked{c: nc, cp: cp}, nil
 }
+
+// copyTo copies a sink's external system for a fork without copying what
+// it has committed: a chunk of committed records is only ever appended to,
+// so the copy shares every chunk, each cut to its length (an append by the
+// copy allocates its own array, an append by the original writes past
+// what the copy sees). The committed output's multiset is left to be
+// counted again when the copy is first compared. Together they are most
+// of a fork's memory in a class of forks (issue 17): a chunk holds room
+// for sinkChunk records from its first one.
+func (s *sinkStore) copyTo(cp *copier, dst any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := dst.(*sinkStore)
+	cp.fieldsExcept(n, s, "chunks", "counts", "counted")
+	if s.chunks != nil {
+		n.chunks = make([][]Record, len(s.chunks))
+		for i, ch := range s.chunks {
+			n.chunks[i] = slices.Clip(ch)
+		}
+	}
+	n.counts = map[outKey]int{}
+}
