@@ -58,6 +58,10 @@ type Options struct {
 	Logger *slog.Logger
 	// RecordEvents, when set, receives every event synchronously, in order.
 	RecordEvents func(Event)
+	// FS is the file system of the checkpoint directory and the
+	// TaskManagers' task-local state (nil: the real disk). Tests pass a
+	// state.ErrorFS to inject disk faults.
+	FS state.FileSystem
 }
 
 // core is the job and its cluster: the JobManager (scheduler, checkpoint
@@ -127,9 +131,11 @@ type core struct {
 	// region is a pipelined region waiting to restart (region.go).
 	region      *regionPending
 	regionEpoch int
-	truthCache  map[string]truth
-	cmpCache    map[string]cmpEntry
-	offCache    offsetsCache
+	// fsys is Options.FS (nil: the real disk).
+	fsys       state.FileSystem
+	truthCache map[string]truth
+	cmpCache   map[string]cmpEntry
+	offCache   offsetsCache
 }
 
 // offsetsCache holds the source offsets of the newest retained checkpoint.
@@ -185,8 +191,9 @@ func newCore(spec *JobSpec, opts Options) (*core, error) {
 	// The job's name is for people and may hold anything (spaces, slashes);
 	// its checkpoint directory gets a safe name derived from it, as Flink
 	// names directories by the hex JobID and shows the name beside it.
+	c.fsys = opts.FS
 	cfg := state.StorageConfig{Kind: state.JobManagerStorage, JobID: state.SafeDirName(s.Name), Retained: s.Checkpointing.Retained,
-		MaxStateSize: int64(s.Checkpointing.MaxStateBytes)}
+		MaxStateSize: int64(s.Checkpointing.MaxStateBytes), FS: opts.FS}
 	if s.Backend != BackendMemory {
 		cfg.Kind = state.FileSystemStorage
 		cfg.Dir = filepath.Join(c.dir, "checkpoints")

@@ -22,7 +22,7 @@ import (
 
 // localStore is TaskManager tm's task-local state store for this job.
 func (c *core) localStore(tm *taskManager) *state.TaskLocalStore {
-	return state.NewTaskLocalStore(nil, filepath.Join(tm.localDir, "localState", state.SafeDirName(c.spec.Name)))
+	return state.NewTaskLocalStore(c.fsys, filepath.Join(tm.localDir, "localState", state.SafeDirName(c.spec.Name)))
 }
 
 // snapshotStorage is where subtask t writes its keyed snapshot: checkpoint
