@@ -86,16 +86,20 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 
 // Memory of one pebble backend.
 //
-// Memtables grow to 8 MiB (Pebble starts each DB at 256 KiB and doubles).
+// Memtables grow to 2 MiB (Pebble starts each DB at 256 KiB and doubles).
 // Flink's RocksDB default write buffer is 64 MiB, but an incremental
 // checkpoint must flush the memtable in its synchronous part, while the
 // subtask stands still: with 64 MiB of versions piled up since the last
-// checkpoint that flush took 40–110 ms of every second at full speed. An
-// 8 MiB memtable is flushed by Pebble in the background whenever it fills,
-// so the barrier's flush writes at most 8 MiB (15–50 ms); its smaller
-// skiplist also makes every Get cheaper. (With managed memory Flink's
-// WriteBufferManager likewise flushes before 64 MiB when the slot's budget
-// is reached.)
+// checkpoint that flush took 40–110 ms of every second at full speed. A
+// small memtable is flushed by Pebble in the background whenever it fills,
+// so the barrier's flush writes at most one memtable. Its size is also the
+// depth of the skiplist every Get and Set walks, which is most of a keyed
+// count's time on this backend: a word count's memtable holds mostly old
+// versions of hot keys. Measured in one process, interleaved, engine word
+// count against bare Pebble per CPU second (p = 2, docs/benchmarks.md):
+// 8 MiB 0.81x, 4 MiB (Pebble's default) 0.88x, 2 MiB 0.93x, 1 MiB 0.91x.
+// (With managed memory Flink's WriteBufferManager likewise flushes before
+// 64 MiB when the slot's budget is reached.)
 //
 // Pebble charges every memtable to the DB's block cache, as Flink's RocksDB
 // backend charges write buffers to its managed memory. With Pebble's
@@ -106,7 +110,7 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 // a block budget of its own. A cache is a cap, not an allocation: memory is
 // used only for blocks actually read.
 const (
-	pebbleMemTableBytes   = 1 << 20
+	pebbleMemTableBytes   = 2 << 20
 	pebbleBlockCacheBytes = 32 << 20
 	pebbleCacheBytes      = pebbleBlockCacheBytes + 3*pebbleMemTableBytes
 )
