@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 
+	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/web/pages"
 )
 
@@ -52,6 +54,8 @@ var siteText = map[string]map[string]string{
 		"attach.w":      "Attach reads a real Flink JobManager's REST API; a page on a static host cannot reach it (other origins, no server to ask on its behalf).",
 		"performance":   "Performance runs need a server",
 		"performance.w": "The Performance page measures StateLab on the machine it runs on, Pebble (the RocksDB stand-in) included, which the browser build does not have.",
+		"pebble":        "This lesson's steps that start a job on the pebble backend (EmbeddedRocksDBStateBackend) need a server: the browser build has no Pebble. Run StateLab on your machine (go run ./cmd/statelab serve) and open",
+		"pebble.option": "needs a server",
 	},
 	"zh": {
 		"how":           "在你的机器上运行 StateLab（需要 Go），然后在那里打开这个页面：",
@@ -62,6 +66,8 @@ var siteText = map[string]map[string]string{
 		"attach.w":      "连接功能读取真实 Flink JobManager 的 REST API；静态站点上的页面无法访问它（跨源，也没有服务器代为请求）。",
 		"performance":   "性能测试需要服务器",
 		"performance.w": "性能页面在运行 StateLab 的机器上测量它，包括 Pebble（代替 RocksDB 的状态后端），而浏览器版本没有 Pebble。",
+		"pebble":        "本课中在 pebble 状态后端（EmbeddedRocksDBStateBackend）上启动作业的步骤需要服务器：浏览器版本没有 Pebble。请在你的机器上运行 StateLab（go run ./cmd/statelab serve）并打开",
+		"pebble.option": "需要服务器",
 	},
 }
 
@@ -90,6 +96,13 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 				html = bytes.Replace(html, []byte(`data-ws="`+u.RawQuery+`"`), []byte(`data-ws=""`), 1)
 				out = append(out, SitePage{Path: langPath(lang.Code, "/replay"), HTML: siteHTML(html, lang.Code)})
 			}
+			if slug, ok := strings.CutPrefix(path, "/lessons/"); ok && srv.lessonNeedsPebble(slug) {
+				html = withSiteNote(html, siteText[lang.Code]["pebble"], strings.TrimRight(localServer, "/")+path+"?lang="+lang.Code)
+			}
+			if path == "/sandbox" {
+				// The browser build has no Pebble: the chooser says so.
+				html = bytes.Replace(html, []byte(`<option value="pebble">`), []byte(`<option value="pebble" disabled>(`+siteText[lang.Code]["pebble.option"]+`) `), 1)
+			}
 			out = append(out, SitePage{Path: langPath(lang.Code, path), HTML: siteHTML(html, lang.Code)})
 		}
 		t := srv.i18n.T(lang.Code)
@@ -101,7 +114,7 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 			}
 			var buf bytes.Buffer
 			err := pages.ServerOnly(p, pages.ServerOnlyText{Feature: so.feature, Title: txt[so.feature], Why: txt[so.feature+".w"],
-				How: txt["how"], Open: txt["open"], ServerURL: strings.TrimRight(localServer, "/") + so.path}).Render(ctx, &buf)
+				How: txt["how"], Open: txt["open"], ServerURL: strings.TrimRight(localServer, "/") + so.path + "?lang=" + lang.Code}).Render(ctx, &buf)
 			if err != nil {
 				return nil, fmt.Errorf("render %s: %w", so.path, err)
 			}
@@ -193,4 +206,27 @@ func siteHTML(html []byte, lang string) []byte {
 		}
 		return []byte(`href="` + out + `"`)
 	})
+}
+
+// lessonNeedsPebble reports whether one of the lesson's jobs runs on the
+// pebble backend, which the browser build does not have.
+func (srv *Server) lessonNeedsPebble(slug string) bool {
+	l, ok := srv.cfg.Lessons.Lesson(slug)
+	if !ok {
+		return false
+	}
+	for _, name := range l.JobNames() {
+		if spec, err := l.Job(name); err == nil && spec.Backend == engine.BackendPebble {
+			return true
+		}
+	}
+	return false
+}
+
+// withSiteNote puts a note at the top of the page's main element, with a
+// link to the same page on a local server.
+func withSiteNote(html []byte, text, link string) []byte {
+	note := `<main id="main"><p class="site-note" role="note" data-site-note="pebble">` + template.HTMLEscapeString(text) +
+		` <a href="` + template.HTMLEscapeString(link) + `">` + template.HTMLEscapeString(link) + `</a></p>`
+	return bytes.Replace(html, []byte(`<main id="main">`), []byte(note), 1)
 }

@@ -102,7 +102,7 @@ func TestSiteJourney(t *testing.T) {
 
 	// A page that needs a server says so, in both languages, and links to it.
 	j.visit("/classroom")
-	assert.Equal(t, "http://127.0.0.1:8080/classroom", eval[string](j.browserEnv, `document.querySelector('[data-server-only] a.button').href`))
+	assert.Equal(t, "http://127.0.0.1:8080/classroom?lang=en", eval[string](j.browserEnv, `document.querySelector('[data-server-only] a.button').href`))
 	j.visit("/zh/attach")
 	assert.Contains(t, eval[string](j.browserEnv, `document.querySelector('h1').textContent`), "服务器")
 

@@ -1,0 +1,58 @@
+package web
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSitePages: the static site has every lesson in both languages, marks
+// each page as the site's, keeps links in the page's language, and says
+// where a server is needed (server-only pages, Pebble's lessons and the
+// chooser's pebble backend).
+func TestSitePages(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := New(Config{DataDir: t.TempDir(), Engines: NewEngine(logger), Logger: logger})
+	require.NoError(t, err)
+	defer srv.Close()
+	pages, err := srv.SitePages(context.Background(), "http://127.0.0.1:8080")
+	require.NoError(t, err)
+	byPath := map[string]string{}
+	for _, p := range pages {
+		byPath[p.Path] = string(p.HTML)
+		assert.Contains(t, string(p.HTML), `<html data-site="static" `, p.Path)
+	}
+	for _, l := range srv.cfg.Lessons.Lessons {
+		for _, p := range []string{"/lessons/" + l.Slug, "/zh/lessons/" + l.Slug} {
+			html, ok := byPath[p]
+			if assert.True(t, ok, "the site has %s", p) {
+				assert.Contains(t, html, `data-ws="lesson=`+l.Slug, "%s starts its lesson's run", p)
+				assert.Equal(t, srv.lessonNeedsPebble(l.Slug), strings.Contains(html, `data-site-note="pebble"`), "%s: a note exactly where a job runs on pebble", p)
+			}
+		}
+	}
+	assert.True(t, srv.lessonNeedsPebble("10-incremental-checkpoints"), "lesson 10's job is on pebble")
+	assert.False(t, srv.lessonNeedsPebble("08-key-groups"))
+	// Chinese pages link to Chinese pages; the language switch goes across.
+	zh := byPath["/zh/lessons"]
+	assert.Contains(t, zh, `href="/zh/sandbox"`)
+	assert.Contains(t, zh, `href="/lessons"`, "the switch to English")
+	assert.NotContains(t, zh, `lang=en"`)
+	assert.Contains(t, byPath["/lessons"], `href="/zh/lessons"`, "the switch to Chinese")
+	// The live page takes its run from the address bar; /replay is the same page.
+	assert.Contains(t, byPath["/sandbox/live"], `data-ws=""`)
+	assert.Equal(t, byPath["/sandbox/live"], byPath["/replay"])
+	// What needs a server says so, in each language, and links to it.
+	for _, p := range []string{"/classroom", "/attach", "/performance", "/zh/classroom", "/zh/attach", "/zh/performance"} {
+		assert.Contains(t, byPath[p], `data-server-only=`, p)
+		assert.Contains(t, byPath[p], `href="http://127.0.0.1:8080/`, p)
+	}
+	assert.Contains(t, byPath["/zh/classroom"], "课堂需要服务器")
+	assert.Contains(t, byPath["/sandbox"], `<option value="pebble" disabled>`)
+	assert.Contains(t, byPath["/404.html"], "<h1>")
+}
