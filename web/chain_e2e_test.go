@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -26,4 +27,20 @@ func TestBrowserChainsAndUnalignedCheckpoints(t *testing.T) {
 	b.openLive("template=wordcount&seed=3&chaining=true&lang=zh")
 	b.waitJS(20*time.Second, "the chain's title in Chinese",
 		`[...document.querySelectorAll('#graph .op-chain')].some(e => e.title.startsWith('算子链'))`)
+}
+
+// The sandbox form turns both on: the person picks "On" for operator
+// chaining and "Unaligned" barriers, starts the job, and sees the chain.
+func TestBrowserSandboxFormChainingAndUnaligned(t *testing.T) {
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url+"/sandbox?lang=en"), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
+	b.run(chromedp.SetValue(chromedp.CSS(`#chaining`), "true"), chromedp.SetValue(chromedp.CSS(`#unaligned`), "true"))
+	b.clickLive(`#sandbox-form button[type=submit]`)
+	b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+	b.waitJS(20*time.Second, "the chain named in the graph",
+		`[...document.querySelectorAll('#graph .op-chain')].some(e => e.textContent.includes('Source: source -> tokenizer'))`)
+	for range 3 {
+		b.clickLive(`#btn-faster`)
+	}
+	b.waitJS(90*time.Second, "an unaligned checkpoint", `window.statelab.model.snap.checkpoints.history.some(c => c.unaligned && c.status === 'COMPLETED')`)
 }
