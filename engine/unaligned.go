@@ -198,6 +198,12 @@ func (t *subtask) startUnaligned(b barrier, seen []bool, alignment time.Duration
 	}
 	a := t.acks[n]
 	t.acks = t.acks[:n]
+	if a.async != nil {
+		// The keyed snapshot's asynchronous part runs now: the
+		// acknowledgement is held for the channel state, possibly over
+		// many steps, and a held ack must be plain data (a fork copies it).
+		a = pendingAck{msg: a.finish(), delay: a.delay}
+	}
 	a.msg.ack.Unaligned = true
 	u.ack = &a
 	t.unal = u
@@ -247,9 +253,6 @@ func (t *subtask) abortUnaligned(reason string, decline bool) {
 		return
 	}
 	t.unal = nil
-	if u.ack != nil && u.ack.async != nil {
-		u.ack.async.Cancel()
-	}
 	if decline {
 		t.toJM = append(t.toJM, jmMsg{kind: jmDecline, attempt: t.ex.attempt, task: t, id: u.id, reason: reason, failReason: CheckpointDeclinedSubsumed})
 		t.event(Event{Kind: EvCheckpointDecline, Checkpoint: u.id, Message: fmt.Sprintf("%s declined checkpoint %d: %s", t.name, u.id, reason)})

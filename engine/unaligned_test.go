@@ -388,3 +388,82 @@ func TestLiveUnalignedCrashAndRescale(t *testing.T) {
 		})
 	}
 }
+
+// Reactive mode restores the latest checkpoint with a new parallelism: the
+// channel state of an unaligned checkpoint is redistributed (input state by
+// key group to the keyed count's new subtasks, output state sent again
+// through the edge's partitioner), and the output stays exactly once.
+func TestUnalignedChannelStateAcrossReactiveRescale(t *testing.T) {
+	spec := unalignedJob(600)
+	spec.Cluster = ClusterSpec{TaskManagers: 1, SlotsPerTaskManager: 2, Reactive: true}
+	spec.Operators[2].Options = map[string]any{"semantics": SinkExactlyOnce}
+	s, log := newTestStepper(t, spec)
+	startJob(t, s)
+	for range 4 {
+		poll(t, s, "source#0")
+		poll(t, s, "source#1")
+	}
+	require.NoError(t, s.Do(Command{Name: CmdTriggerCheckpoint}))
+	settleJM(t, s)
+	sendControl(t, s, "source#0")
+	deliverBarrier(t, s, "source#0->count#0")
+	inflight := queuedRecords(t, s, "source#1->count#1") + queuedRecords(t, s, "source#1->count#0")
+	require.Positive(t, inflight)
+	for _, ch := range []string{"source#1->count#0", "source#1->count#1"} {
+		drain(t, s, ch)
+	}
+	_, err := s.RunUntil(func(sn *Snapshot) bool { return sn.Checkpoints.Counts.Completed == 1 }, 10000)
+	require.NoError(t, err)
+	require.Positive(t, s.Snapshot().Checkpoints.History[0].ChannelStateSize)
+
+	require.NoError(t, s.Do(Command{Name: CmdAddTaskManager}))
+	_, err = s.RunUntil(func(sn *Snapshot) bool { return sn.Counters.Rescales == 1 && allRunning(sn) }, 20000)
+	require.NoError(t, err)
+	for _, o := range s.Snapshot().Job.Operators {
+		assert.Equal(t, 4, o.Parallelism, o.ID)
+	}
+	replayed := 0
+	for _, e := range log.kinds(EvUnalignedCheckpoint) {
+		if strings.Contains(e.Message, "replayed") {
+			replayed++
+		}
+	}
+	assert.Positive(t, replayed, "channel state was replayed after the rescale")
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+}
+
+// A fork taken while a subtask holds an unaligned checkpoint's
+// acknowledgement (waiting for its other input's barrier) copies it: the
+// original and the fork both complete the checkpoint and end exactly once.
+func TestForkDuringUnalignedCheckpoint(t *testing.T) {
+	spec := unalignedJob(400)
+	spec.Backend = BackendPebble
+	s, _ := newTestStepper(t, spec)
+	startJob(t, s)
+	for range 3 {
+		poll(t, s, "source#0")
+		poll(t, s, "source#1")
+	}
+	require.NoError(t, s.Do(Command{Name: CmdTriggerCheckpoint}))
+	settleJM(t, s)
+	sendControl(t, s, "source#0")
+	deliverBarrier(t, s, "source#0->count#0")
+	s.mu.Lock()
+	require.NotNil(t, s.c.ex.byName["count#0"].unal, "count#0 holds its acknowledgement")
+	s.mu.Unlock()
+	f, err := s.Fork(Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer f.Close()
+	for _, st := range []*Stepper{s, f} {
+		_, err := st.RunUntil(func(sn *Snapshot) bool { return sn.Checkpoints.Counts.Completed >= 1 }, 20000)
+		require.NoError(t, err)
+		require.NoError(t, st.Do(Command{Name: CmdCrashSubtask, Task: "count#0"}))
+		runToEnd(t, st)
+		cmp, err := st.Compare()
+		require.NoError(t, err)
+		assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
+	}
+}
