@@ -12,17 +12,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Figures for docs/benchmarks.md (issue 18 items 5 and 6), not assertions:
+// TestMeasureChainingAndUnaligned gives the figures of docs/benchmarks.md
+// for issue 18 items 5 and 6; it asserts nothing. Run it with
+// MEASURE_CHAINING=1 go test -count=1 -run TestMeasureChainingAndUnaligned -v ./engine/
 //
-//	MEASURE_CHAINING=1 go test -count=1 -run TestMeasureChainingAndUnaligned -v ./engine/
-//
-//  1. Word count with chaining against the same job without: Live wall time
-//     and process CPU to the end of input (median of runs, alternating), and
-//     the Stepper's steps to the end (deterministic: the schedulable units a
-//     chain saves).
-//  2. Checkpoint duration under backpressure, unaligned against aligned, on
-//     the Stepper's virtual clock (deterministic for the seed): four sources
-//     into one keyed count whose input channels stay full.
+// First, word count with chaining against the same job without: Live wall
+// time and process CPU to the end of input (median of alternating runs),
+// and the Stepper's steps to the end (deterministic: the schedulable units
+// a chain saves). Second, checkpoint duration under backpressure, unaligned
+// against aligned, on the Stepper's virtual clock (deterministic for the
+// seed): four sources into one keyed count whose input channels stay full.
 func TestMeasureChainingAndUnaligned(t *testing.T) {
 	if os.Getenv("MEASURE_CHAINING") == "" {
 		t.Skip("set MEASURE_CHAINING=1 to measure")
