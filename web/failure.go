@@ -33,6 +33,8 @@ type FailureSettings struct {
 	Heartbeat         time.Duration
 	// Pipeline is chaining and unaligned checkpoints (pipeline.go).
 	Pipeline PipelineSettings
+	// LocalRecovery is state.backend.local-recovery (localRecovery=true).
+	LocalRecovery bool
 }
 
 // Scheduler names (scheduler setting).
@@ -135,6 +137,13 @@ func parseFailureSettings(q url.Values, f *FailureSettings) error {
 	if err := parsePipelineSettings(q, &f.Pipeline); err != nil {
 		return err
 	}
+	if v := q.Get("localRecovery"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad("localRecovery", "%q: want true or false (state.backend.local-recovery: keep a copy of checkpointed state on each TaskManager's disk and restore from it; Flink's default is false)", v)
+		}
+		f.LocalRecovery = on
+	}
 	return dur("heartbeatTimeout", time.Millisecond, false, &f.Heartbeat, "how long a lost TaskManager goes unnoticed; Flink's heartbeat.timeout is 50s")
 }
 
@@ -169,6 +178,7 @@ func (f FailureSettings) apply(spec *engine.JobSpec) {
 		spec.Cluster.HeartbeatTimeout = engine.Duration(f.Heartbeat)
 	}
 	f.Pipeline.apply(spec)
+	spec.Checkpointing.LocalRecovery = f.LocalRecovery
 }
 
 // failureSettingsFromSpec writes the failure settings that rebuild spec's
@@ -190,6 +200,9 @@ func failureSettingsFromSpec(q url.Values, spec *engine.JobSpec) {
 	q.Set("checkpointTimeout", c.Timeout.D().String())
 	q.Set("tolerableFailedCheckpoints", strconv.Itoa(c.TolerableFailed))
 	q.Set("retainedCheckpoints", strconv.Itoa(c.Retained))
+	if c.LocalRecovery {
+		q.Set("localRecovery", "true")
+	}
 	q.Set("failover", spec.Cluster.Failover)
 	if spec.Cluster.Reactive {
 		q.Set("scheduler", SchedulerReactive)
