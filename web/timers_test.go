@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/state"
 )
 
@@ -135,5 +136,19 @@ func TestTTLSandboxShowsLastAccess(t *testing.T) {
 	require.NotEmpty(t, a.Keyed)
 	for _, e := range a.Keyed {
 		assert.Positive(t, e.LastAccess, "%+v", e)
+	}
+}
+
+// Every operator kind has a name in every language (the job graph and the
+// inspector show kind.<kind>).
+func TestOperatorKindsAreTranslated(t *testing.T) {
+	c, err := LoadCatalog()
+	require.NoError(t, err)
+	for _, lang := range Languages {
+		tr := c.T(lang.Code)
+		for _, k := range []string{engine.KindSource, engine.KindTokenizer, engine.KindMap, engine.KindFilter, engine.KindCount, engine.KindSum,
+			engine.KindWindowCount, engine.KindBroadcastFilter, engine.KindTally, engine.KindSink, engine.KindAlerts} {
+			assert.NotEqual(t, "kind."+k, tr("kind."+k), "%s: kind.%s", lang.Code, k)
+		}
 	}
 }
