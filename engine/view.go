@@ -189,9 +189,11 @@ type RescaleView struct {
 
 // CheckpointsView is what Flink's checkpoint tab shows.
 type CheckpointsView struct {
-	Mode     CheckpointMode   `json:"mode"`
-	Interval time.Duration    `json:"interval"`
-	Counts   CheckpointCounts `json:"counts"`
+	Mode     CheckpointMode `json:"mode"`
+	Interval time.Duration  `json:"interval"`
+	// Unaligned is execution.checkpointing.unaligned (unaligned.go).
+	Unaligned bool             `json:"unaligned,omitempty"`
+	Counts    CheckpointCounts `json:"counts"`
 	// History lists recent checkpoints and savepoints, newest last.
 	History []CheckpointStats `json:"history"`
 	// Retained lists the checkpoints and savepoints in storage.

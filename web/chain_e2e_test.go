@@ -24,6 +24,7 @@ func TestBrowserChainsAndUnalignedCheckpoints(t *testing.T) {
 	b.waitJS(90*time.Second, "an unaligned checkpoint in the table",
 		`[...document.querySelectorAll('table.checkpoints td')].some(e => e.textContent.startsWith('unaligned ·'))`)
 	b.shot("chains-and-unaligned")
+	b.waitJS(5*time.Second, "the mode says unaligned", `document.querySelector('.cp-mode')?.textContent.includes('unaligned barriers')`)
 	b.openLive("template=wordcount&seed=3&chaining=true&lang=zh")
 	b.waitJS(20*time.Second, "the chain's title in Chinese",
 		`[...document.querySelectorAll('#graph .op-chain')].some(e => e.title.startsWith('算子链'))`)

@@ -47,7 +47,7 @@ export class CheckpointsView {
     clear(this.summary).append(
       stat(t('cp.triggered'), c.triggered), stat(t('cp.inProgress'), c.inProgress), stat(t('cp.completed'), c.completed),
       stat(t('cp.failed'), c.failed), stat(t('cp.restored'), c.restored),
-      h('span', { class: 'cp-mode' }, `${t(`mode.${cv.mode}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`));
+      h('span', { class: 'cp-mode' }, `${t(`mode.${cv.mode}${cv.unaligned ? '-unaligned' : ''}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`));
     this.renderTimeline(cv);
     this.renderTable(cv);
   }

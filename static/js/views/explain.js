@@ -305,7 +305,7 @@ export class ExplainView {
           if (ep && !ep.data.id) {
             ep.data.id = e.checkpoint;
             ep.data.savepoint = !!e.savepoint;
-            this.step(t(e.savepoint ? 'explain.cp.triggeredSp' : 'explain.cp.triggered', { n: e.checkpoint }));
+            this.step(t(e.savepoint ? 'explain.cp.triggeredSp' : this.model.snap?.checkpoints?.unaligned ? 'explain.cp.triggeredUnaligned' : 'explain.cp.triggered', { n: e.checkpoint }));
           }
           break;
         }
