@@ -861,7 +861,7 @@ func (c *core) heartbeatTimedOut(id string) {
 func (c *core) wipeLostDisks() {
 	for _, tm := range c.tms {
 		for _, d := range tm.lostDirs {
-			if err := state.RemoveLocalDir(d); err != nil {
+			if err := state.RemoveLocalDirOn(c.fsys, d); err != nil {
 				c.logger.Warn("wipe local disk", "tm", tm.id, "err", err)
 			}
 		}

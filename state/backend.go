@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/statelab/statelab/rescale"
@@ -244,12 +243,15 @@ func RestoreKeyedBackend(cfg KeyedBackendConfig, storage CheckpointStorage, hand
 // RemoveLocalDir deletes a node's local state directory, as a TaskManager
 // crash loses its disk. Close the backends that used it first (or after; a
 // closed backend does not mind). It refuses an empty path or a root.
-func RemoveLocalDir(dir string) error {
+func RemoveLocalDir(dir string) error { return RemoveLocalDirOn(OSFS, dir) }
+
+// RemoveLocalDirOn is RemoveLocalDir on file system fsys (nil: the real disk).
+func RemoveLocalDirOn(fsys FileSystem, dir string) error {
 	clean := filepath.Clean(dir)
 	if dir == "" || clean == "/" || clean == "." || filepath.Dir(clean) == clean {
 		return fmt.Errorf("state: refuse to remove local directory %q", dir)
 	}
-	if err := os.RemoveAll(clean); err != nil {
+	if err := orOS(fsys).RemoveAll(clean); err != nil {
 		return fmt.Errorf("state: remove local directory: %w", err)
 	}
 	return nil
