@@ -247,12 +247,11 @@ func formatValue(v any) string {
 }
 
 // Measured is a lesson's time in the browser journey TestJourneyCourseTimes
-// (web/lesson_course_e2e_test.go), which walks every lesson at 64×:
-// JobSeconds is the job time the lesson needed — what a learner at 1×
-// waits for the job — and JourneySeconds the wall time the journey took.
+// (web/lesson_course_e2e_test.go), which walks every lesson at 1× and acts
+// as soon as each step allows: Seconds from the page opening to the last
+// tick, what a learner who acts at once waits for the job.
 type Measured struct {
-	JobSeconds     int `yaml:"jobSeconds"`
-	JourneySeconds int `yaml:"journeySeconds"`
+	Seconds int `yaml:"seconds"`
 }
 
 // Reading speeds for the course map's reading time: words per minute for

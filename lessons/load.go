@@ -288,8 +288,8 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 	l.Minutes = scen.Minutes
 	l.After = scen.After
 	if m := scen.Measured; m != nil {
-		if m.JobSeconds < 1 || m.JourneySeconds < 1 {
-			bad(sf, "", "measured: jobSeconds and journeySeconds are the figures TestJourneyCourseTimes reports, both 1 or more")
+		if m.Seconds < 1 {
+			bad(sf, "", "measured: seconds is the figure TestJourneyCourseTimes reports, 1 or more")
 		}
 		l.Measured = m
 	}

@@ -144,8 +144,8 @@ func courseMap(cat *lessons.Catalog, p pages.Page) pages.CourseMapPage {
 		c := pages.CourseCard{LessonItem: lessonItem(l, p), After: after, AfterText: strings.Join(nums, ", "), AfterSlugs: strings.Join(slugs, " ")}
 		readMin := strconv.Itoa(max(1, (reading+30)/60))
 		if ms := l.Measured; ms != nil {
-			c.Time = fill(p.T("course.time"), "minutes", strconv.Itoa(max(1, (reading+ms.JobSeconds+30)/60)))
-			c.Breakdown = fill(p.T("course.breakdown"), "reading", readMin, "job", clockText(ms.JobSeconds))
+			c.Time = fill(p.T("course.time"), "minutes", strconv.Itoa(max(1, (reading+ms.Seconds+30)/60)))
+			c.Breakdown = fill(p.T("course.breakdown"), "reading", readMin, "job", clockText(ms.Seconds))
 		} else {
 			c.Time = fill(p.T("course.time"), "minutes", strconv.Itoa(max(1, (reading+30)/60)))
 			c.Breakdown = fill(p.T("course.unmeasured"), "reading", readMin)
