@@ -28,6 +28,11 @@ type ChaosConfig struct {
 	// KeyedProcessFunction whose event-time timers are keyed state; its
 	// keyed operator is the one rescaled).
 	Job string
+	// Chaining turns on operator chaining (source -> tokenizer becomes one
+	// task, chain.go); Unaligned makes the checkpoints unaligned
+	// (unaligned.go), so crashes hit in-flight channel state.
+	Chaining  bool
+	Unaligned bool
 	// Dir holds local disks and checkpoints; empty uses a temporary directory.
 	Dir    string
 	Logger *slog.Logger
@@ -122,10 +127,16 @@ func AlertsChaosSpec(seed int64, records int, backend Backend, sink string) *Job
 
 // jobSpec is the spec of the configured chaos job.
 func (cfg *ChaosConfig) jobSpec() *JobSpec {
+	spec := ChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
 	if cfg.Job == ChaosAlerts {
-		return AlertsChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
+		spec = AlertsChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
 	}
-	return ChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
+	if cfg.Chaining {
+		on := true
+		spec.Chaining = &on
+	}
+	spec.Checkpointing.Unaligned = cfg.Unaligned
+	return spec
 }
 
 // keyedOp is the operator the chaos run rescales.

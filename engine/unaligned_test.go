@@ -467,3 +467,37 @@ func TestForkDuringUnalignedCheckpoint(t *testing.T) {
 		assert.True(t, cmp[0].ExactlyOnce, "%+v", cmp[0])
 	}
 }
+
+// The chaos harness with chaining and unaligned checkpoints (statelab
+// chaos --chaining --unaligned): seeded crashes of subtasks (inside the
+// source -> tokenizer chain too) and TaskManagers, and rescales of the
+// keyed count, exactly once on every backend and on both drivers.
+func TestChaosChainingUnaligned(t *testing.T) {
+	type tc struct {
+		backend Backend
+		driver  string
+		seeds   []int64
+		records int
+	}
+	tests := []tc{
+		{BackendMemory, "step", []int64{21, 22, 23, 24}, 600},
+		{BackendFS, "step", []int64{25, 26}, 400},
+		{BackendPebble, "step", []int64{27}, 300},
+		{BackendMemory, "live", []int64{28}, 600},
+	}
+	if testing.Short() {
+		tests = tests[:1]
+	}
+	for _, c := range tests {
+		for _, seed := range c.seeds {
+			t.Run(fmt.Sprintf("%s/%s/%d", c.backend, c.driver, seed), func(t *testing.T) {
+				res, err := RunChaos(context.Background(), ChaosConfig{Seed: seed, Records: c.records, Crashes: 3, Rescales: 2,
+					Backend: c.backend, Driver: c.driver, Sink: SinkExactlyOnce, Chaining: true, Unaligned: true, Dir: t.TempDir()})
+				require.NoError(t, err)
+				assert.True(t, res.OK, "%s\n%v\n%v", res.Summary(), res.Actions, res.Diff(10))
+				assert.Empty(t, res.Comparison.Duplicates)
+				assert.Empty(t, res.Comparison.Losses)
+			})
+		}
+	}
+}

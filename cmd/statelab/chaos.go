@@ -26,6 +26,8 @@ func runChaos(ctx context.Context, args []string, io IO) int {
 	sink := fs.String("sink", engine.SinkExactlyOnce, "sink: exactly-once (two-phase commit) or at-least-once")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	trace := fs.Bool("trace", false, "print each injected action")
+	chaining := fs.Bool("chaining", false, "chain operators as Flink does (pipeline.operator-chaining): source -> tokenizer runs as one task")
+	unaligned := fs.Bool("unaligned", false, "unaligned checkpoints (execution.checkpointing.unaligned): in-flight records become channel state")
 	if code, done := parseFlags(fs, args, io); done {
 		return code
 	}
@@ -42,7 +44,7 @@ func runChaos(ctx context.Context, args []string, io IO) int {
 		return code
 	}
 	cfg := engine.ChaosConfig{Seed: *seed, Records: *records, Crashes: *crashes, Rescales: *rescales,
-		Backend: engine.Backend(*backend), Driver: *driver, Sink: *sink, Job: *job}
+		Backend: engine.Backend(*backend), Driver: *driver, Sink: *sink, Job: *job, Chaining: *chaining, Unaligned: *unaligned}
 	if *trace && !*asJSON {
 		cfg.Trace = func(line string) { fmt.Fprintln(io.Err, line) }
 	}
