@@ -131,6 +131,7 @@ func (l *eventLog) statuses(kind EventKind, task string) []string {
 
 func newTestStepper(t *testing.T, spec *JobSpec) (*Stepper, *eventLog) {
 	t.Helper()
+	skipWithoutBackend(t, spec.Backend)
 	log := &eventLog{}
 	s, err := NewStepper(spec, Options{Dir: t.TempDir(), RecordEvents: log.add})
 	require.NoError(t, err)

@@ -29,6 +29,7 @@ func TestJobAndOperatorNamesStayInsideTheEngineDirectory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.job, func(t *testing.T) {
+			skipWithoutBackend(t, tc.backend)
 			spec := wordCount(120, 2, 2, 0)
 			spec.Name = tc.job
 			spec.Backend = tc.backend

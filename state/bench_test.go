@@ -1,5 +1,3 @@
-//go:build !js
-
 package state
 
 // Benchmarks of the state backends, each beside a bare baseline measured in
@@ -17,7 +15,6 @@ package state
 
 import (
 	"bufio"
-	"encoding/binary"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -27,8 +24,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/statelab/statelab/rescale"
 )
@@ -125,47 +120,6 @@ func BenchmarkValueStateMemory(b *testing.B) {
 	b.ReportMetric(ns[2]/ns[0], "ratio-interned")
 }
 
-// BenchmarkValueStatePebble: the same on the pebble backend, against a bare
-// Pebble Get + Set loop with the same options (WAL off).
-func BenchmarkValueStatePebble(b *testing.B) {
-	const nkeys = 100_000
-	ks := makeKeys(nkeys, 1)
-	dir := b.TempDir()
-	kb, err := NewKeyedBackend(KeyedBackendConfig{Kind: Pebble, Dir: filepath.Join(dir, "backend"), MaxParallelism: benchMaxP,
-		KeyGroupRange: rescale.KeyGroupRange{Start: 0, End: benchMaxP - 1}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kb.Close()
-	db, err := openPebble(filepath.Join(dir, "bare"), nil, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	vs, _ := Value(kb, "count", Int64Codec)
-	var buf [8]byte
-	for i := range nkeys {
-		kb.SetCurrentKey(ks.keys[i], ks.kgs[i])
-		vs.Update(0)
-		db.Set(ks.keys[i], buf[:], pebble.NoSync)
-	}
-	interleave(b, func(i int) {
-		k := ks.order[i%nkeys]
-		kb.SetCurrentKey(ks.keys[k], ks.kgs[k])
-		v, _, _ := vs.Value()
-		vs.Update(v + 1)
-	}, func(i int) {
-		k := ks.keys[ks.order[i%nkeys]]
-		var v uint64
-		if val, closer, err := db.Get(k); err == nil {
-			v = binary.BigEndian.Uint64(val)
-			closer.Close()
-		}
-		binary.BigEndian.PutUint64(buf[:], v+1)
-		db.Set(k, buf[:], pebble.NoSync)
-	})
-}
-
 func benchKeyCount() int {
 	if s := os.Getenv("STATELAB_BENCH_KEYS"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
@@ -218,8 +172,8 @@ func fixture(b *testing.B) *bigFixture {
 
 // fullSnapshot takes a full (canonical) snapshot of either backend.
 func fullSnapshot(kb KeyedBackend, id int64, s CheckpointStorage) (*KeyedStateHandle, error) {
-	if pb, ok := kb.(*pebbleBackend); ok {
-		return pb.snapshotFull(SnapshotTarget{CheckpointID: id}, s)
+	if h, ok, err := fullSnapshotPebble(kb, id, s); ok {
+		return h, err
 	}
 	return kb.Snapshot(SnapshotTarget{CheckpointID: id}, s)
 }
@@ -430,12 +384,4 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(big.dir)
 	}
 	os.Exit(code)
-}
-
-// snapshotFull writes a full snapshot of a Pebble backend's current state at
-// once, so the benchmarks can compare the two formats of one DB.
-func (b *pebbleBackend) snapshotFull(target SnapshotTarget, storage CheckpointStorage) (*KeyedStateHandle, error) {
-	snap := b.db.NewSnapshot()
-	defer snap.Close()
-	return b.writeFull(target, storage, snap, b.States(), nil)
 }

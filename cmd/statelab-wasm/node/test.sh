@@ -11,14 +11,15 @@
 #    checkpoint files never touch the disk.
 #
 # Needs Node (Debian: apt-get install -y --no-install-recommends nodejs).
-# Tests that exist to run Pebble are skipped by name: subtests named
-# "pebble…", and the tests below whose job uses the pebble backend.
+# Tests whose job runs on pebble skip themselves (engine's newTestStepper
+# and skipWithoutBackend, state's contract suite); subtests named
+# "pebble…" are skipped by name.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 command -v node >/dev/null || { echo "test.sh: node not found; install Debian's nodejs (apt-get install -y --no-install-recommends nodejs)" >&2; exit 1; }
 EXEC="$PWD/cmd/statelab-wasm/node/go_js_wasm_memfs_exec"
 export GOOS=js GOARCH=wasm
-PEBBLE_ONLY='/pebble|^TestTaskManagerCrashWaitsForResources$|^TestJobAndOperatorNamesStayInsideTheEngineDirectory$'
+PEBBLE_ONLY='/pebble'
 go build ./rescale ./state ./engine ./catalog ./lessons ./web ./cmd/statelab-wasm
 go test -count=1 -exec "$EXEC" ./rescale ./state
 go test -short -count=1 -timeout 20m -exec "$EXEC" -skip "$PEBBLE_ONLY" ./engine
