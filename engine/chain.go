@@ -372,11 +372,10 @@ func (t *subtask) chainOpened() error {
 }
 
 // failChain marks the other subtasks of failed's chain FAILED with it: a
-// chain is one task, so one failure unit.
+// chain is one task, so one failure unit. On Live it runs in the chain's
+// goroutine (a handler's error), so it reads only the chain's own subtasks
+// and channels, nothing of the JobManager's.
 func (c *core) failChain(failed *subtask, reason string) {
-	if c.ex == nil || c.ex.byName[failed.name] != failed {
-		return
-	}
 	head := failed.chainHead()
 	var buf [8]*subtask
 	members := head.chainTasks(buf[:0])
@@ -391,17 +390,28 @@ func (c *core) failChain(failed *subtask, reason string) {
 		t.setStatus(TaskFailed)
 	}
 	c.publish(Event{Kind: EvTaskFailed, Task: failed.name, Operator: failed.op.spec.ID,
-		Message: fmt.Sprintf("the chain %s fails as one task with %s: %s", c.chainName(head), failed.name, reason)})
+		Message: fmt.Sprintf("the chain %s (%d/%d) fails as one task with %s: %s", head.chainName(), head.index+1, head.op.parallelism, failed.name, reason)})
 }
 
-// chainName is the Flink name of the chain headed by subtask head.
-func (c *core) chainName(head *subtask) string {
-	for _, ch := range c.spec.Chains(c.par) {
-		if ch.Operators[0] == head.op.spec.ID {
-			return fmt.Sprintf("%s (%d/%d)", ch.Name, head.index+1, head.op.parallelism)
+// chainName is Flink's name of the chain t heads, from its chained
+// channels (createChainedName).
+func (t *subtask) chainName() string {
+	var next []string
+	for _, oe := range t.outs {
+		for _, ch := range oe.chans {
+			if ch.chained {
+				next = append(next, ch.to.chainName())
+			}
 		}
 	}
-	return head.name
+	n := vertexName(t.op.spec)
+	switch len(next) {
+	case 0:
+		return n
+	case 1:
+		return n + " -> " + next[0]
+	}
+	return n + " -> (" + strings.Join(next, ", ") + ")"
 }
 
 // shareChainWake gives every chained subtask its head's wake channel: the
