@@ -39,6 +39,8 @@ const (
 	plotWidth, plotHeight              = chartW - plotL - plotR, chartH - plotT - plotB
 	chartFont                          = "font-family=\"sans-serif\""
 	axisColour, gridColour, textColour = "#333", "#ddd", "#222"
+	// previousColour draws the previous run's ratio (a ring) on a ratio chart.
+	previousColour = "#7f7f7f"
 )
 
 // palette is colour-blind-safe (Okabe and Ito).
@@ -200,6 +202,8 @@ type Bar struct {
 	Label  string
 	Ratio  float64
 	Target *Target
+	// Previous is the same case's ratio in the previous run (0: none).
+	Previous float64
 }
 
 // RatioChart draws each case's ratio to its baseline as a horizontal bar on
@@ -234,6 +238,9 @@ func (c RatioChart) SVG() []byte {
 		if bar.Target != nil && bar.Target.Ratio > 0 {
 			vals = append(vals, bar.Target.Ratio)
 		}
+		if bar.Previous > 0 {
+			vals = append(vals, bar.Previous)
+		}
 	}
 	if len(vals) == 0 {
 		b.WriteString("</svg>\n")
@@ -265,11 +272,20 @@ func (c RatioChart) SVG() []byte {
 		xa, xb := math.Min(x1, px(bar.Ratio)), math.Max(x1, px(bar.Ratio))
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %.3gx</title></rect>`+"\n",
 			xa, y+3, math.Max(xb-xa, 1), rowH-6, colour, esc(bar.Label), bar.Ratio)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" %s font-size="11" fill="%s">%.3gx</text>`+"\n", xb+4, y+14, chartFont, textColour, bar.Ratio)
+		label := fmt.Sprintf("%.3gx", bar.Ratio)
+		if bar.Previous > 0 {
+			label += fmt.Sprintf(" (was %.3gx)", bar.Previous)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" %s font-size="11" fill="%s">%s</text>`+"\n", math.Max(xb, px(math.Max(bar.Previous, 1e-300)))+8, y+14, chartFont, textColour, label)
 		if bar.Target != nil && bar.Target.Ratio > 0 {
 			tx := px(bar.Target.Ratio)
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2"><title>target %s %.3gx</title></line>`+"\n",
 				tx, y+1, tx, y+rowH-1, esc(bar.Target.Op), bar.Target.Ratio)
+		}
+		if bar.Previous > 0 {
+			// The previous run: a hollow ring on the same row.
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%d" r="5" fill="none" stroke="%s" stroke-width="2"><title>previous run %.3gx</title></circle>`+"\n",
+				px(bar.Previous), y+rowH/2, previousColour, bar.Previous)
 		}
 	}
 	b.WriteString("</svg>\n")

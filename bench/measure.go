@@ -23,6 +23,35 @@ type Report struct {
 	// Peers is the other stream processors' run, when one was merged in.
 	Peers *PeersReport `json:"peers,omitempty"`
 	Notes []string     `json:"notes,omitempty"`
+	// Previous is the run this one is shown beside (SetPrevious): its
+	// ratios by case (CaseKey), so a chart can draw each ratio beside the
+	// one before it and a regression shows at a glance.
+	Previous *PreviousRun `json:"previous,omitempty"`
+}
+
+// PreviousRun is the ratios of an earlier run, by CaseKey.
+type PreviousRun struct {
+	Started time.Time          `json:"started"`
+	Ratios  map[string]float64 `json:"ratios"`
+}
+
+// CaseKey names a case across runs: its group and name.
+func CaseKey(c Case) string { return c.Group + "/" + c.Name }
+
+// SetPrevious records prev's ratios in r as the run r is shown beside. A
+// report is never its own previous run (same start time), so re-rendering
+// a bench.json into the directory it came from keeps the run before it.
+func SetPrevious(r, prev *Report) {
+	if prev == nil || prev.Started.Equal(r.Started) {
+		return
+	}
+	p := &PreviousRun{Started: prev.Started, Ratios: map[string]float64{}}
+	for _, c := range prev.Cases {
+		if c.Ratio > 0 {
+			p.Ratios[CaseKey(c)] = c.Ratio
+		}
+	}
+	r.Previous = p
 }
 
 // ReportSchema is the current Report.Schema.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,11 +82,18 @@ func linearReference(s Series) Series {
 // ratioChart shows every case's ratio against its target.
 func ratioChart(r *Report) RatioChart {
 	rc := RatioChart{Title: "Each case against its baseline (ratio; black tick = target)"}
+	if r.Previous != nil {
+		rc.Title = fmt.Sprintf("Each case against its baseline (ratio; black tick = target; ring = previous run, %s)", r.Previous.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	}
 	for _, c := range r.Cases {
 		if c.Group == GroupScaling || c.Ratio == 0 {
 			continue
 		}
-		rc.Bars = append(rc.Bars, Bar{Label: c.Name, Ratio: c.Ratio, Target: c.Target})
+		bar := Bar{Label: c.Name, Ratio: c.Ratio, Target: c.Target}
+		if r.Previous != nil {
+			bar.Previous = r.Previous.Ratios[CaseKey(c)]
+		}
+		rc.Bars = append(rc.Bars, bar)
 	}
 	return rc
 }
@@ -95,6 +103,22 @@ func ratioChart(r *Report) RatioChart {
 func WriteOutputs(dir string, r *Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: make output directory: %w", err)
+	}
+	// The run being replaced in dir becomes the previous run the charts
+	// show beside this one, unless the caller chose one.
+	if r.Previous == nil {
+		if data, err := os.ReadFile(filepath.Join(dir, "bench.json")); err == nil {
+			var prev Report
+			switch {
+			case json.Unmarshal(data, &prev) != nil || prev.Schema != ReportSchema:
+			case prev.Started.Equal(r.Started):
+				// The same run rendered again (--from): it keeps the run
+				// it was shown beside.
+				r.Previous = prev.Previous
+			default:
+				SetPrevious(r, &prev)
+			}
+		}
 	}
 	var written []string
 	write := func(name string, data []byte) error {

@@ -245,6 +245,10 @@ func (p *perfRunner) measure(ctx context.Context, run int, groups []string) {
 		p.mu.Unlock()
 	}
 	merged := mergeReports(reps)
+	// The charts show each ratio beside the committed run's.
+	if committed, err := loadCommitted(p.cfg.Results); err == nil && committed != nil {
+		bench.SetPrevious(merged, committed.report)
+	}
 	res, err := renderResults(filepath.Join(scratch, "out"), merged)
 	p.finish(run, res, err)
 }

@@ -103,7 +103,7 @@ func TestPerfRunnerMeasuresTinyQuickBenchOneRunAtATime(t *testing.T) {
 	st := r.Status()
 	assert.Equal(t, PerfIdle, st.State)
 	assert.True(t, st.CanRun)
-	assert.Equal(t, []string{bench.GroupWordCount, bench.GroupValueState, bench.GroupCheckpoint, bench.GroupRescale}, st.Groups,
+	assert.Equal(t, []string{bench.GroupWordCount, bench.GroupValueState, bench.GroupCheckpoint, bench.GroupRescale, bench.GroupGrowth}, st.Groups,
 		"without StateLab's hub injected the WebSocket group is left out")
 
 	run, e, status := r.Start()

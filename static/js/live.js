@@ -198,8 +198,12 @@ async function main() {
   connect(ws.dataset.ws);
 
   // One frame loop draws every panel; a panel with nothing new does nothing.
+  // A hidden page draws nothing (browsers also stop animation frames there,
+  // but not every embedding does); when it shows again every panel redraws
+  // once from the newest snapshot.
   const frame = (now) => {
     requestAnimationFrame(frame); // first: one failing panel must not stop the others
+    if (document.hidden) return;
     views.forEach((v, i) => {
       if (!v.render) return;
       const t0 = performance.now();
@@ -212,6 +216,10 @@ async function main() {
     });
   };
   requestAnimationFrame(frame);
+  document.addEventListener('visibilitychange', () => {
+    if (document.hidden) return;
+    for (const v of views) if ('dirty' in v) v.dirty = true;
+  });
   // setReadOnly: a classroom follower sees every control, greyed out, and
   // the reason beside them (classroom.js); subtasks are then inspected on a click.
   const setReadOnly = (on) => {

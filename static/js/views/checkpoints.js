@@ -44,10 +44,23 @@ export class CheckpointsView {
     this.dirty = false;
     const cv = this.model.snap.checkpoints;
     const c = cv.counts;
-    clear(this.summary).append(
-      stat(t('cp.triggered'), c.triggered), stat(t('cp.inProgress'), c.inProgress), stat(t('cp.completed'), c.completed),
-      stat(t('cp.failed'), c.failed), stat(t('cp.restored'), c.restored),
-      h('span', { class: 'cp-mode' }, `${t(`mode.${cv.mode}${cv.unaligned ? '-unaligned' : ''}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`));
+    // Each part is drawn again only when what it shows changed: a snapshot
+    // arrives many times a second at full speed, a checkpoint once in a while.
+    const lr = cv.latestRestore;
+    const sumKey = JSON.stringify([c, cv.mode, cv.interval, cv.storage.kind, lr?.localBytes, lr?.remoteBytes]);
+    if (sumKey !== this.sumKey) {
+      this.sumKey = sumKey;
+      clear(this.summary).append(
+        stat(t('cp.triggered'), c.triggered), stat(t('cp.inProgress'), c.inProgress), stat(t('cp.completed'), c.completed),
+        stat(t('cp.failed'), c.failed), stat(t('cp.restored'), c.restored),
+        // Where the latest restore read its keyed state: task-local copies
+        // on the TaskManagers' disks or checkpoint storage (local recovery).
+        ...(lr && (lr.localBytes || lr.remoteBytes)
+          ? [h('span', { class: 'cp-restore-bytes', title: t('cp.restoreBytesTitle') },
+            t('cp.restoreBytes', { local: bytes(lr.localBytes || 0), remote: bytes(lr.remoteBytes || 0) }))]
+          : []),
+        h('span', { class: 'cp-mode' }, `${t(`mode.${cv.mode}${cv.unaligned ? '-unaligned' : ''}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`));
+    }
     this.renderTimeline(cv);
     this.renderTable(cv);
   }
@@ -63,6 +76,12 @@ export class CheckpointsView {
     const W = Math.max(300, this.timeline.clientWidth || 600);
     const H = 64;
     const x = (tm) => 12 + ((W - 24 - NOW_W) * (tm - start)) / Math.max(1, now - start);
+    // The axis stretches as time passes: drawn again when a dot would move
+    // by about half a percent of the axis, or when a dot or restore changed.
+    const key = JSON.stringify([W, start, Math.round(Math.log(Math.max(1, now - start)) * 200),
+      hist.map((cp) => [cp.id, cp.status, cp.savepoint, cp.triggerTime, cp.endToEndDuration]), restores.map((r) => [r.at, r.checkpoint])]);
+    if (key === this.timelineKey) return;
+    this.timelineKey = key;
     const svg = s('svg', { class: 'timeline-svg', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': t('cp.timelineLabel') });
     svg.append(s('line', { x1: 12, x2: W - 12 - NOW_W, y1: 34, y2: 34, class: 'axis' }));
     let lastLabel = -Infinity;
@@ -96,6 +115,11 @@ export class CheckpointsView {
 
   renderTable(cv) {
     const rows = cv.history.slice(-ROWS).reverse();
+    const key = JSON.stringify([cv.interval, rows.map((cp) => [cp.id, cp.status, cp.discarded, cp.acknowledged, cp.total, cp.triggerTime,
+      cp.endToEndDuration, cp.checkpointedSize, cp.stateSize, cp.savepoint, cp.failureReason, cp.failureMessage,
+      (cp.subtasks || []).map((a) => a.alignmentDuration || 0)])]);
+    if (key === this.tableKey) return;
+    this.tableKey = key;
     if (!rows.length) {
       clear(this.table).append(h('p', { class: 'empty' }, cv.interval ? t('cp.noneYet') : t('cp.noneManual')));
       return;

@@ -534,7 +534,11 @@ export class ExplainView {
       parts.push(h('p', { class: 'hint' }, ta('explain.try')));
     } else {
       parts.push(this.renderEpisode(this.episode, true));
-      if (this.previous) parts.push(h('details', { class: 'previous' }, h('summary', {}, this.previous.title), this.renderEpisode(this.previous, false)));
+      // The earlier episode stays open across redraws once the learner opened it.
+      if (this.previous) {
+        parts.push(h('details', { class: 'previous', open: this.previousOpen, ontoggle: (ev) => { this.previousOpen = ev.target.open; } },
+          h('summary', {}, this.previous.title), this.renderEpisode(this.previous, false)));
+      }
     }
     if (read && snap.job.status === 'RUNNING') parts.push(h('p', { class: 'note-end' }, t('explain.inputRead')));
     clear(this.root).append(...parts);

@@ -223,7 +223,9 @@ export class GraphView {
   }
 
   spawn(ch, records, now) {
-    if (this.packets.length >= MAX_PACKETS) return;
+    // A hidden page draws no frame: packets spawned now would only pile up
+    // for the first frame after it shows again.
+    if (this.packets.length >= MAX_PACKETS || document.hidden) return;
     let n = 0;
     for (const p of this.packets) if (p.ch === ch) n++;
     if (n >= PACKETS_PER_CHANNEL) return;
@@ -236,12 +238,7 @@ export class GraphView {
     const m = this.model;
     const snap = m.snap;
     const width = Math.max(760, this.root.clientWidth);
-    const depth = new Map();
-    for (const id of m.order) {
-      let d = 0;
-      for (const e of snap.job.edges) if (e.to === id) d = Math.max(d, (depth.get(e.from) ?? 0) + 1);
-      depth.set(id, d);
-    }
+    const depth = this.columnDepths();
     const ncols = Math.max(1, ...[...depth.values()].map((d) => d + 1));
     const colW = (width - LABEL_W - 16) / ncols;
     const bands = snap.taskManagers.map((tm) => ({ id: tm.id, tm, cells: new Map() }));
@@ -291,6 +288,25 @@ export class GraphView {
     const shape = JSON.stringify([width, this.tool, bands.map((b) => [b.id, [...b.cells].map(([c, l]) => [c, l.map((x) => x.st.name)])]),
       snap.channels.map((c) => c.name), headers.map((hd) => [hd.op.id, hd.op.parallelism])]);
     return { width, height, bands, pos, headers, shape, labelsY };
+  }
+
+  // columnDepths is each operator's column: the longest path of edges to
+  // it. It changes only with the job's operators and edges, so it is
+  // computed again only when they change, not for every snapshot.
+  columnDepths() {
+    const m = this.model;
+    const edges = m.snap.job.edges;
+    const key = `${m.order.join(' ')}|${edges.map((e) => `${e.from}>${e.to}`).join(' ')}`;
+    if (key === this.depthKey) return this.depths;
+    const depth = new Map();
+    for (const id of m.order) {
+      let d = 0;
+      for (const e of edges) if (e.to === id) d = Math.max(d, (depth.get(e.from) ?? 0) + 1);
+      depth.set(id, d);
+    }
+    this.depthKey = key;
+    this.depths = depth;
+    return depth;
   }
 
   render(now) {
