@@ -469,9 +469,7 @@ func (c *core) restoreSpecs(ex *execution, meta *state.CheckpointMetadata) (map[
 		}
 		info := &RescaleInfo{Operator: eo.spec.ID, From: old.Parallelism, To: eo.parallelism, Plan: plan, Savepoint: meta.CheckpointID}
 		for i, t := range eo.tasks {
-			rs := &restoreStorage{CheckpointStorage: c.storage, c: c, t: t, stats: stats,
-				local: c.spec.Checkpointing.LocalRecovery && old.Parallelism == eo.parallelism}
-			r := &restoreSpec{checkpoint: meta.CheckpointID, savepoint: meta.Savepoint, storage: rs, operator: backends[i]}
+			r := &restoreSpec{checkpoint: meta.CheckpointID, savepoint: meta.Savepoint, storage: c.storage, operator: backends[i]}
 			if plan != nil {
 				for _, rd := range plan.Subtasks[i].Reads {
 					if h := oldKeyed[rd.OldSubtask]; h != nil {

@@ -35,9 +35,22 @@ func (t *subtask) snapshotStorage(savepoint bool) state.CheckpointStorage {
 	return t.c.localStore(t.tm).Duplicating(t.c.storage)
 }
 
-// restoreStorage is what subtask t reads its keyed state through: with
-// local recovery on and its own old state to read (same parallelism), the
-// local copies on its TaskManager first; always counting the bytes.
+// restoreStorage is what subtask t reads restore r's keyed state through:
+// with local recovery on and only its own old state to read (the same
+// subtask at the same parallelism), the local copies on its TaskManager
+// first; always counting the bytes into the execution's figures. It is
+// made when the subtask opens its state (a fork copies the restore spec,
+// whose storage must stay the job's own).
+func (t *subtask) restoreStorage(r *restoreSpec) state.CheckpointStorage {
+	stats := t.ex.recovery
+	if stats == nil {
+		stats = &state.RecoveryStats{}
+	}
+	own := len(r.reads) == 1 && r.reads[0].OldSubtask == t.index && r.reads[0].Range == t.op.keyGroupRange(t.index)
+	local := t.c.spec.Checkpointing.LocalRecovery && own && t.tm != nil
+	return &restoreStorage{CheckpointStorage: r.storage, c: t.c, t: t, local: local, stats: stats}
+}
+
 type restoreStorage struct {
 	state.CheckpointStorage
 	c     *core
@@ -47,7 +60,7 @@ type restoreStorage struct {
 }
 
 func (r *restoreStorage) OpenFile(ref state.FileRef) (state.FileReader, error) {
-	if r.local && r.t.tm != nil {
+	if r.local {
 		return r.c.localStore(r.t.tm).Prioritized(r.CheckpointStorage, r.stats).OpenFile(ref)
 	}
 	f, err := r.CheckpointStorage.OpenFile(ref)

@@ -165,3 +165,30 @@ func TestLocalRecoveryKeepsOnlyTheLatestCheckpoint(t *testing.T) {
 	assert.Contains(t, names, fmt.Sprintf("chk-%d", second))
 	assert.NotContains(t, names, fmt.Sprintf("chk-%d", first))
 }
+
+// A fork taken while a restore is on its way to the subtasks (their deploy
+// messages in flight) restores on its own copy: the restore spec carries the
+// job's storage, which the fork replaces with its copy, and the local-first
+// reader is made when the subtask opens its state.
+func TestForkDuringLocalRestore(t *testing.T) {
+	s, err := NewStepper(localRecoveryJob(BackendFS, true), Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer s.Close()
+	s.Steps(150)
+	completeCheckpoint(t, s)
+	attempt := s.Snapshot().Job.Attempt
+	require.NoError(t, s.Do(Command{Name: CmdCrashSubtask, Task: "count#0"}))
+	_, err = s.RunUntil(func(s *Snapshot) bool {
+		return s.Job.Attempt > attempt && subtaskView(t, *s, "count#0").Status == TaskDeploying
+	}, 5000)
+	require.NoError(t, err)
+	fk, err := s.Fork(Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer fk.Close()
+	r := restoredAgain(t, fk, attempt)
+	assert.Positive(t, r.LocalBytes+r.RemoteBytes)
+	runToEnd(t, fk)
+	cmp, err := fk.Compare()
+	require.NoError(t, err)
+	assert.Empty(t, cmp[0].Losses)
+}

@@ -770,7 +770,7 @@ func (t *subtask) open(r *restoreSpec, tmDir string) error {
 		}
 		var err error
 		if r != nil && len(r.keyed) > 0 {
-			t.keyed, err = state.RestoreKeyedBackend(cfg, r.storage, r.keyed)
+			t.keyed, err = state.RestoreKeyedBackend(cfg, t.restoreStorage(r), r.keyed)
 			info.Reads = r.reads
 		} else {
 			t.keyed, err = state.NewKeyedBackend(cfg)
