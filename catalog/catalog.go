@@ -176,10 +176,6 @@ func Names(filter func(Command) bool) []string {
 	return out
 }
 
-// IsRecorded reports whether the engine logs the command called name (and
-// so a scenario may carry it).
-func IsRecorded(name string) bool { return byName[name].Recorded }
-
 // Bound returns the bounds of command's argument arg; it panics when the
 // argument is not bounded on both sides, so a consumer's constant cannot
 // silently drift from a catalogue that changed.
