@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,12 +94,27 @@ func TestSiteJourney(t *testing.T) {
 		jsSnap+`.job.operators.find(o => o.id === 'count').parallelism === 3 && `+jsAllRunning)
 	j.waitJS(10*time.Second, "three owners in the key-group strip", `document.querySelectorAll('.strip-legend li').length === 3`)
 	j.shot("rescaled")
+	// Share links work between the site and a server: the site's link
+	// names the site, a server takes its s= as it is, and the site replays
+	// it to the rescaled job.
+	share, err := chromedp.Run(j.ctx, chromedp.Evaluate[ShareAnswer](`fetch('/api/sessions/' + encodeURIComponent(window.statelab.model.snap.session) + '/share').then(r => r.json())`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(share.URL, b.url+"/replay?s="), "the share link names the site: %s", share.URL)
+	req := httptest.NewRequest(http.MethodGet, strings.TrimPrefix(share.URL, b.url), nil)
+	req.Host = "127.0.0.1"
+	rr := httptest.NewRecorder()
+	b.srv.Handler().ServeHTTP(rr, req)
+	assert.Equal(t, http.StatusOK, rr.Code, "a server opens the site's share link: %s", rr.Body.String())
 	// The address now names the session, which lives in this page's engine:
 	// a reload starts the same job again in the new page's engine.
 	require.Contains(t, eval[string](j.browserEnv, `location.search`), "session=")
 	j.run(chromedp.Reload())
 	j.waitJS(60*time.Second, "the live view after a reload", `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`)
 	assert.Equal(t, "word-count", eval[string](j.browserEnv, jsSnap+`.job.name`), "the reloaded page runs the same job")
+	j.visit(strings.TrimPrefix(share.URL, b.url))
+	j.waitJS(120*time.Second, "the shared run replayed to count at parallelism 3",
+		jsSnap+`.job.operators.find(o => o.id === 'count').parallelism === 3`)
+	j.shot("share-replayed")
 
 	// A page that needs a server says so, in both languages, and links to it.
 	j.visit("/classroom")

@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall/js"
@@ -53,6 +54,9 @@ import (
 const origin = "http://localhost"
 
 func main() {
+	// The page's heap is small and the collector runs on the one thread:
+	// collect less often (loading the course allocates a lot at start).
+	debug.SetGCPercent(400)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dir := "/statelab"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
