@@ -34,7 +34,20 @@
 //   - Command (Do): crash-subtask, crash-taskmanager, restart-taskmanager,
 //     add-taskmanager (Slots optional: the cluster's slots per TaskManager
 //     by default), trigger-checkpoint, trigger-savepoint, rescale, inject,
-//     restore (Checkpoint: a retained checkpoint or savepoint).
+//     restore (Checkpoint: a retained checkpoint or savepoint), upgrade (a
+//     changed job from one: Change add-operator, remove-operator, set-uid,
+//     set-parallelism, set-max-parallelism or none; AllowNonRestoredState).
+//   - Operator IDs (JobSpec.OperatorIDs, uid.go): Flink's OperatorID of each
+//     operator, from its uid or generated from its place in the topology
+//     (after StreamGraphHasherV2). Checkpoints file state under it and a
+//     restore matches state by it; an upgrade refuses state no operator
+//     takes with Flink's message unless AllowNonRestoredState.
+//   - Local recovery (CheckpointingSpec.LocalRecovery, localrecovery.go):
+//     task-local copies of checkpointed keyed state on each TaskManager's
+//     disk, read first by a restore on the same TaskManager
+//     (RestoreStats.LocalBytes / RemoteBytes).
+//   - Options.FS puts the checkpoint directory and task-local state on any
+//     state.FileSystem (tests inject disk faults with state.ErrorFS).
 //   - Event (Subscribe): typed, plain-data events; Kind says which fields are
 //     set; Message is a sentence for the event log.
 //   - Snapshot: the whole picture as plain data (job graph with subtasks,

@@ -59,6 +59,17 @@
 //     inside full snapshots).
 //   - CheckpointMetadata: a completed checkpoint: per operator, per subtask,
 //     the keyed handle and the operator state snapshot.
+//     Each operator's state carries its OperatorID (Hash) and uid, the key
+//     a restore matches it by.
+//   - FileSystem (fs.go): the one interface every file operation of the
+//     checkpoint storage and the task-local store goes through (Pebble's
+//     own files go through Pebble's vfs.FS). OSFS is the disk; ErrorFS
+//     injects faults per operation (errors, short writes), as Pebble's
+//     vfs/errorfs does.
+//   - TaskLocalStore (localstore.go): task-local copies of checkpoint files
+//     on a TaskManager's disk (Flink's TaskLocalStateStoreImpl, for
+//     state.backend.local-recovery): Duplicating writes them beside
+//     checkpoint storage, Prioritized reads them first, Retain prunes.
 //
 // Nothing here starts a goroutine (Pebble runs its own flushes and
 // compactions), reads the wall clock or draws a random number, so a
