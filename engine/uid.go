@@ -47,18 +47,18 @@ func (s *JobSpec) checkUIDs() error {
 //     graph is walked breadth first from the sources (in the order the spec
 //     lists them), an operator is hashed once all its inputs are, and its
 //     hash covers the number of operators hashed before it, then mixes in
-//     each input's hash (hash[j] = hash[j]*37 ^ input[j]). Inserting an
-//     operator upstream, or removing one, moves every later operator and so
-//     changes its ID; its kind and name are not part of it.
+//     each input's hash (hash[j] = hash[j]*37 ^ input[j]). With chaining
+//     on, the count is hashed once more for each output edge that chains
+//     (JobSpec.chainable), so forming or breaking a chain — chaining on or
+//     off, disableChaining, startNewChain — changes the operator's ID and
+//     every later one's. Inserting an operator upstream, or removing one,
+//     moves every later operator and so changes its ID; its kind and name
+//     are not part of it.
 //
-// Where it differs from Flink: Flink hashes with murmur3_128 and also hashes
-// in the operators chained to this one (a forward edge to an operator of the
-// same parallelism and slot sharing group, chaining enabled), so in Flink
-// breaking or forming a chain — disableChaining, a parallelism change on a
-// forward edge — changes generated IDs too. StateLab's generated IDs ignore
-// chaining and hash with SHA-256 (the first 16 bytes), so they are not
-// Flink's; the rule that matters to a user is the same: set a uid on every
-// stateful operator before the first savepoint.
+// Where it differs from Flink: Flink hashes with murmur3_128, StateLab with
+// SHA-256 (the first 16 bytes), so the IDs are not Flink's; the rules that
+// matter to a user are the same: set a uid on every stateful operator
+// before the first savepoint.
 func (s *JobSpec) OperatorIDs() map[string]string {
 	hashes := map[string][]byte{}
 	inputs := map[string][]string{}
@@ -95,9 +95,22 @@ func (s *JobSpec) OperatorIDs() map[string]string {
 				visited[id] = false // visited again once its inputs are hashed
 				continue
 			}
-			var b [4]byte
-			binary.BigEndian.PutUint32(b[:], uint32(len(hashes)))
-			sum := sha256.Sum256(b[:])
+			// The operator's place, then once more for each operator
+			// chained to it (Flink's generateDeterministicHash hashes the
+			// same count again per chainable output edge).
+			buf := binary.BigEndian.AppendUint32(nil, uint32(len(hashes)))
+			for ei, e := range s.Edges {
+				if e.From != id {
+					continue
+				}
+				if _, ok := s.Operator(e.To); !ok {
+					continue
+				}
+				if ok, _, _ := s.chainable(ei, nil); ok {
+					buf = binary.BigEndian.AppendUint32(buf, uint32(len(hashes)))
+				}
+			}
+			sum := sha256.Sum256(buf)
 			h = sum[:16]
 			for _, in := range inputs[id] {
 				other := hashes[in]

@@ -56,6 +56,33 @@ func TestOperatorIDsFollowTopologyUnlessUID(t *testing.T) {
 	}
 }
 
+// With chaining on, an operator's generated ID also covers the operators
+// chained to it (StreamGraphHasherV2 hashes its place once more per
+// chainable output): turning chaining on, or disableChaining() on the
+// tokenizer, changes the source's ID and every later one; a uid keeps it.
+func TestGeneratedIDsFollowChains(t *testing.T) {
+	off := wordCount(100, 2, 2, 0)
+	require.NoError(t, off.Validate())
+	on := off.Clone()
+	yes := true
+	on.Chaining = &yes
+	require.NoError(t, on.Validate())
+	a, b := off.OperatorIDs(), on.OperatorIDs()
+	assert.NotEqual(t, a["source"], b["source"], "source -> tokenizer chains: the source's hash covers it")
+	assert.NotEqual(t, a["count"], b["count"], "an input's ID changed, so count's did")
+
+	broken := on.Clone()
+	broken.Operators[1].Chain = ChainDisable
+	require.NoError(t, broken.Validate())
+	c := broken.OperatorIDs()
+	assert.Equal(t, a["source"], c["source"], "nothing chains to the source any more")
+	assert.NotEqual(t, b["source"], c["source"])
+
+	pinned := withUIDs(on.Clone())
+	pinnedBroken := withUIDs(broken.Clone())
+	assert.Equal(t, pinned.OperatorIDs(), pinnedBroken.OperatorIDs(), "uids ignore chaining")
+}
+
 // Two operators with one uid are refused with Flink's message.
 func TestDuplicateUIDIsRefused(t *testing.T) {
 	spec := wordCount(100, 2, 2, 0)
