@@ -180,16 +180,16 @@ func langPath(lang, p string) string {
 	return "/" + lang + p
 }
 
-var hrefRE = regexp.MustCompile(`href="(/[^"]*)"`)
+var hrefRE = regexp.MustCompile(`(?:href|action)="(/[^"]*)"`)
 
-// siteHTML marks a page as the static site's and points its links at the
-// site's pages: a link within the site stays in the page's language
+// siteHTML marks a page as the static site's and points its links (and
+// forms) at the site's pages: a link within the site stays in the page's language
 // (Chinese pages live under /zh/), and the language switch goes to the
 // other tree instead of setting ?lang=.
 func siteHTML(html []byte, lang string) []byte {
 	html = bytes.Replace(html, []byte("<html "), []byte(`<html data-site="static" `), 1)
 	return hrefRE.ReplaceAllFunc(html, func(m []byte) []byte {
-		href := string(m[len(`href="`) : len(m)-1])
+		attr, href, _ := strings.Cut(string(m[:len(m)-1]), `="`)
 		if strings.HasPrefix(href, "/static/") || strings.HasPrefix(href, "/wasm/") || strings.HasPrefix(href, "/api/") || strings.HasPrefix(href, "//") {
 			return m
 		}
@@ -204,7 +204,7 @@ func siteHTML(html []byte, lang string) []byte {
 		if q != "" {
 			out += "?" + q
 		}
-		return []byte(`href="` + out + `"`)
+		return []byte(attr + `="` + out + `"`)
 	})
 }
 

@@ -115,6 +115,13 @@ func TestSiteJourney(t *testing.T) {
 	j.waitJS(120*time.Second, "the shared run replayed to count at parallelism 3",
 		jsSnap+`.job.operators.find(o => o.id === 'count').parallelism === 3`)
 	j.shot("share-replayed")
+	// Fork here: the fork lives in this page's engine, so its live view
+	// opens in this page (the address names it, as on a server) and plays.
+	parent := eval[string](j.browserEnv, jsSnap+`.session`)
+	j.clickLive(`#tl-fork`)
+	j.waitJS(60*time.Second, "the fork's live view, playing",
+		fmt.Sprintf(`location.search.includes('forked=') && %s.session !== %q && new URLSearchParams(location.search).get('session') === %s.session && !%s.paused`, jsSnap, parent, jsSnap, jsSnap))
+	j.shot("forked")
 
 	// A page that needs a server says so, in both languages, and links to it.
 	j.visit("/classroom")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,5 +56,30 @@ func TestSitePages(t *testing.T) {
 	}
 	assert.Contains(t, byPath["/zh/classroom"], "课堂需要服务器")
 	assert.Contains(t, byPath["/sandbox"], `<option value="pebble" disabled>`)
+	assert.Contains(t, byPath["/zh/sandbox"], `action="/zh/sandbox/live"`, "the Chinese chooser starts a Chinese live page")
 	assert.Contains(t, byPath["/404.html"], "<h1>")
+}
+
+// TestWriteSite: the site's files are where the pages' links look for them,
+// and a directory that holds something else is refused.
+func TestWriteSite(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(t.TempDir(), "module")
+	require.NoError(t, os.WriteFile(fake, []byte("\x00asm not really"), 0o644))
+	rep, err := WriteSite(context.Background(), SiteOptions{Dir: dir, Wasm: fake, WasmExec: fake, LocalServer: "http://127.0.0.1:8080"})
+	require.NoError(t, err)
+	for _, p := range []string{"index.html", "404.html", "lessons/08-key-groups/index.html", "zh/lessons/08-key-groups/index.html",
+		"sandbox/live/index.html", "replay/index.html", "classroom/index.html", "static/js/inpage.js", "static/js/engine-worker.js",
+		"static/js/memfs.js", "static/css/app.css", "wasm/statelab.wasm", "wasm/wasm_exec.js"} {
+		assert.FileExists(t, filepath.Join(dir, p))
+	}
+	assert.Positive(t, rep.Pages)
+	assert.Positive(t, rep.Assets)
+	assert.NoFileExists(t, filepath.Join(dir, "static", "static.go"), "no Go source among the assets")
+	require.NoError(t, CheckSiteDir(dir), "a site may be written again over itself")
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "go.mod"), nil, 0o644))
+	err = CheckSiteDir(other)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not empty")
 }

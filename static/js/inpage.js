@@ -90,6 +90,16 @@ export function start() {
 // no session ID: it starts the run ID was started from instead, from its
 // beginning (the query is kept in sessionStorage, for this tab).
 const opened = new Set();
+// known: every session this page's engine holds (a run, a fork, an
+// imported scenario), from snapshots, acks and /api/ answers.
+const known = new Set();
+function learn(text) {
+  if (!text.includes('"session"')) return;
+  try {
+    const m = JSON.parse(text);
+    if (typeof m.session === 'string' && m.session) known.add(m.session);
+  } catch { /* not JSON */ }
+}
 function siteQuery(query) {
   const id = new URLSearchParams(query).get('session');
   if (id && !opened.has(id)) {
@@ -122,10 +132,12 @@ export class InPageSocket {
   received(data) {
     // The site's load budget: first snapshot within 3 s of load.
     globalThis.statelabSiteTimings.firstMessageMs ??= performance.now();
+    if (data.startsWith('{"type":"ack"')) learn(data);
     if (!this.session && data.startsWith('{"type":"snapshot"')) {
       try {
         this.session = JSON.parse(data).session;
         opened.add(this.session);
+        known.add(this.session);
         if (!/(^|&)session=/.test(this.query)) sessionStorage.setItem(`statelab.site.${this.session}`, this.query);
       } catch { /* not ours to judge */ }
     }
@@ -172,6 +184,30 @@ if (inPage()) {
     const eng = await start();
     const body = req.method === 'GET' || req.method === 'HEAD' ? null : new Uint8Array(await req.arrayBuffer());
     const r = await eng.request(req.method, u.pathname + u.search, body, req.headers.get('Content-Type') || '');
+    if (typeof r.body === 'string') learn(r.body);
     return new Response(r.status === 204 || r.status === 304 ? null : r.body, { status: r.status, headers: { 'Content-Type': r.contentType || 'text/plain' } });
   };
+}
+
+// Going to the live view of a session this page's engine holds (a fork, an
+// imported scenario) stays in this page: a new page would start a new
+// engine without it. The address changes as it would; the live view
+// connects to the session and a fork plays on, as on a server. (Where the
+// browser has no Navigation API, such a page says the session is unknown.)
+if (inPage() && globalThis.navigation) {
+  globalThis.navigation.addEventListener('navigate', (e) => {
+    if (!e.canIntercept || e.hashChange || e.downloadRequest || e.formData) return;
+    const u = new URL(e.destination.url);
+    const id = u.searchParams.get('session');
+    if (u.origin !== location.origin || !/^(\/zh)?\/sandbox\/live\/?$/.test(u.pathname) || !id || !known.has(id)) return;
+    const live = globalThis.statelab;
+    if (!live?.connect) return;
+    e.intercept({
+      handler: async () => {
+        // A fork's page tells its story and plays it on (live.js).
+        if (u.searchParams.has('forked')) live.forked?.(id, u.searchParams.get('forked'), true);
+        live.connect(`session=${encodeURIComponent(id)}`);
+      },
+    });
+  });
 }
