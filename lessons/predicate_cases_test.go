@@ -85,6 +85,11 @@ func predicateCases(t *testing.T) []predicateCase {
 		return s
 	}
 	alive, lost := engine.TMAlive, engine.TMLost
+	restored := func(n int, r *engine.RestoreStats) *engine.Snapshot {
+		s := job(engine.JobRunning)
+		s.Counters.Restores, s.Checkpoints.LatestRestore = n, r
+		return s
+	}
 	cps := func(fs ...func(c *engine.CheckpointsView)) *engine.Snapshot {
 		s := job(engine.JobRunning)
 		for _, f := range fs {
@@ -178,6 +183,9 @@ func predicateCases(t *testing.T) []predicateCase {
 				taskStatus("a#1", engine.TaskDeploying), taskStatus("b#1", engine.TaskDeploying), taskStatus("c#0", engine.TaskDeploying)),
 			obsStep(job(engine.JobRunning), job(engine.JobRunning), taskStatus("a#1", engine.TaskFailed), taskStatus("a#1", engine.TaskDeploying),
 				taskStatus("b#1", engine.TaskDeploying), taskStatus("c#0", engine.TaskDeploying))},
+		{"restored-locally", map[string]any{"local": true},
+			obsStep(restored(0, nil), restored(1, &engine.RestoreStats{Checkpoint: 3, LocalBytes: 900})),
+			obsStep(restored(0, nil), restored(1, &engine.RestoreStats{Checkpoint: 3, LocalBytes: 900, RemoteBytes: 10}))},
 		{"checkpoint-failed", map[string]any{"min": 2, "reason": string(engine.CheckpointAsyncException)},
 			obsStep(cps(failedCP(1, engine.CheckpointAsyncException)), cps(failedCP(1, engine.CheckpointAsyncException), failedCP(2, engine.CheckpointAsyncException), failedCP(3, engine.CheckpointAsyncException))),
 			obsStep(cps(failedCP(1, engine.CheckpointAsyncException)), cps(failedCP(1, engine.CheckpointAsyncException), failedCP(2, engine.CheckpointAsyncException), failedCP(3, engine.CheckpointExpired)))},

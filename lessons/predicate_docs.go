@@ -17,6 +17,7 @@ var predicateHolds = map[string]string{
 	"waiting-for-resources":   "the job needs more slots than the alive TaskManagers offer",
 	"restarted":               "the job restarted at least `min` times during this step",
 	"redeployed-subtasks":     "exactly `n` subtasks stopped (FAILED or CANCELED) and were deployed again during this step — a region failover redeploys the failed subtask's pipelined region only (event)",
+	"restored-locally":        "the job restored during this step and read its keyed state only from the TaskManagers' local copies (`local: true`) or only from checkpoint storage (`local: false`) — state.backend.local-recovery",
 	"checkpoint-failed":       "at least `min` checkpoints (not savepoints) failed during this step, with Flink's CheckpointFailureReason `reason` when it is given",
 	"parallelism":             "the operator runs `n` subtasks",
 	"max-parallelism":         "the operator has `n` key groups",

@@ -71,6 +71,22 @@ var predicateTable = []*predicate{
 		eval: evalRedeployedSubtasks,
 	},
 	{
+		name: "restored-locally",
+		args: []argSpec{{name: "local", kind: kBool, required: true}},
+		describe: both(func(a args) string {
+			if a.bool("local") {
+				return "The job restored in this step, its keyed state read from the TaskManagers' local copies only."
+			}
+			return "The job restored in this step, its keyed state read from checkpoint storage only."
+		}, func(a args) string {
+			if a.bool("local") {
+				return "作业在这一步中完成了恢复，键控状态全部读自 TaskManager 上的本地副本。"
+			}
+			return "作业在这一步中完成了恢复，键控状态全部读自检查点存储。"
+		}),
+		eval: evalRestoredLocally,
+	},
+	{
 		name: "checkpoint-failed",
 		args: []argSpec{{name: "min", kind: kInt, required: true}, {name: "reason", kind: kString}},
 		describe: both(func(a args) string {
@@ -1496,4 +1512,21 @@ func lintCheckpointFailed(a args, _ *jobState) error {
 		return nil
 	}
 	return fmt.Errorf("checkpoint-failed: unknown reason %q (Flink's CheckpointFailureReason, e.g. CHECKPOINT_EXPIRED, CHECKPOINT_ASYNC_EXCEPTION)", a.str("reason"))
+}
+
+// evalRestoredLocally evaluates restored-locally (args: local): it holds when the job restored
+// during this step and the restore read keyed state only from task-local copies (local: true) or
+// only from checkpoint storage (local: false) — state.backend.local-recovery.
+func evalRestoredLocally(a args, o *Observation) (bool, string) {
+	r := o.Now.Checkpoints.LatestRestore
+	if r == nil || o.Now.Counters.Restores <= o.Start.Counters.Restores {
+		return false, "the job has not restored in this step"
+	}
+	if a.bool("local") && (r.LocalBytes == 0 || r.RemoteBytes > 0) {
+		return false, fmt.Sprintf("the restore read %d bytes from local copies and %d from checkpoint storage", r.LocalBytes, r.RemoteBytes)
+	}
+	if !a.bool("local") && (r.RemoteBytes == 0 || r.LocalBytes > 0) {
+		return false, fmt.Sprintf("the restore read %d bytes from local copies and %d from checkpoint storage", r.LocalBytes, r.RemoteBytes)
+	}
+	return true, ""
 }

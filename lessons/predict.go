@@ -58,7 +58,12 @@ type Prediction struct {
 	//     restart strategy (RestartBackoffTimeStrategyFactoryLoader's choice:
 	//     none gives up at once, fixed-delay after its attempts, failure-rate
 	//     after its max failures per interval, exponential-delay after its
-	//     attempts when they are limited).
+	//     attempts when they are limited);
+	//   - "restores-locally": will the restore after this failure read the
+	//     keyed state from the TaskManagers' local copies (yes/no): only with
+	//     state.backend.local-recovery on, and only when the failure leaves
+	//     the TaskManager (and its disk) alive — a crashed subtask, not a lost
+	//     TaskManager (TaskManager set).
 	Kind        string
 	Operator    string
 	Key         string
@@ -80,7 +85,7 @@ const (
 )
 
 // PredictKinds lists the prediction kinds, for errors and the docs.
-var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks", "job-fails"}
+var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks", "job-fails", "restores-locally"}
 
 // predictFile is a step's predict: as written in scenario.yaml.
 type predictFile struct {
@@ -93,6 +98,7 @@ type predictFile struct {
 	Subtask     int    `yaml:"subtask"`
 	Sink        string `yaml:"sink"`
 	Failures    int    `yaml:"failures"`
+	TaskManager string `yaml:"taskManager"`
 }
 
 func yesNo(b bool) string {
@@ -136,6 +142,10 @@ func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 		return duplicates(pf, js)
 	case "job-fails":
 		return jobFails(pf, js)
+	case "restores-locally":
+		// A lost TaskManager takes its local disk, and the copies on it.
+		local := js.spec.Checkpointing.LocalRecovery && pf.TaskManager == ""
+		return &Prediction{Kind: pf.Kind, Choices: []string{Yes, No}, Answer: yesNo(local)}, nil
 	case "key-owner", "key-groups-moved", "union-restore", "rescale-accepted", "slots-needed", "restarted-subtasks":
 	default:
 		return nil, fmt.Errorf("predict: kind %q is unknown (known: %s)", pf.Kind, strings.Join(PredictKinds, ", "))

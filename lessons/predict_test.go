@@ -315,6 +315,8 @@ func TestEveryPredictionIsConfirmedByACheck(t *testing.T) {
 				confirmed = has("waiting-for-resources", func(args) bool { return true })
 			case "restarted-subtasks":
 				confirmed = has("redeployed-subtasks", func(a args) bool { return strconv.Itoa(a.int("n")) == p.Answer })
+			case "restores-locally":
+				confirmed = has("restored-locally", func(a args) bool { return a.bool("local") == (p.Answer == Yes) })
 			case "job-fails":
 				if p.Answer == Yes {
 					confirmed = has("job-status", func(a args) bool { return a.str("status") == "FAILED" })

@@ -37,7 +37,7 @@ func TestJourneyCapstone(t *testing.T) {
 	j.run(chromedp.EmulateViewport(1280, 800))
 
 	j.visit("/lessons/" + l.Slug + "?lang=en")
-	j.waitJS(20*time.Second, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)
+	j.waitJS(lessonTickWait, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)
 	j.clickLive(`#btn-play`) // pause: the hints unlock with the page's time, not the job's
 	assert.Zero(t, eval[int](j.browserEnv, `document.querySelectorAll('[data-do]').length`), "no do it for me in a capstone")
 	hints := `.steps .step[data-step="1"] details[data-unlock]`

@@ -28,7 +28,7 @@ func TestJourneyCourseTimes(t *testing.T) {
 	for _, l := range course(t).Lessons {
 		j.visit("/lessons/" + l.Slug + "?lang=en")
 		began := time.Now()
-		j.waitJS(20*time.Second, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)
+		j.waitJS(lessonTickWait, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)
 		require.Equal(t, 1.0, eval[float64](j.browserEnv, jsSnap+`.speed`), "the lesson runs at 1×")
 		for i, st := range l.Steps {
 			n := i + 1
@@ -49,7 +49,7 @@ func TestJourneyCourseTimes(t *testing.T) {
 			}
 			j.waitStepTick(l.Slug, n)
 		}
-		j.waitJS(20*time.Second, "the finished lesson", `(s => s && s.lesson && s.lesson.finished)(`+jsLessonState+`)`)
+		j.waitJS(lessonTickWait, "the finished lesson", `(s => s && s.lesson && s.lesson.finished)(`+jsLessonState+`)`)
 		took := time.Since(began).Round(time.Second)
 		lines = append(lines, fmt.Sprintf("%s: {seconds: %d}", l.Slug, int(took.Seconds())))
 		t.Logf("course: %s took %s at 1×", l.Slug, took)

@@ -132,7 +132,7 @@ func (j *journey) learn(l learnerLesson) time.Duration {
 	began := time.Now()
 	name := l.slug[:2] + "-" + l.lang
 	j.visit("/lessons/" + l.slug + "?lang=" + l.lang)
-	j.waitJS(20*time.Second, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)
+	j.waitJS(lessonTickWait, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)
 	steps := eval[int](j.browserEnv, `document.querySelectorAll('.steps .step').length`)
 	require.Len(j.t, l.acts, steps, "one act per step of %s", l.slug)
 	j.accessible("lesson " + name)
@@ -142,7 +142,7 @@ func (j *journey) learn(l learnerLesson) time.Duration {
 		j.clickLive(`#btn-faster`)
 		time.Sleep(150 * time.Millisecond)
 	}
-	j.waitJS(20*time.Second, "speed 64×", jsSnap+`.speed === 64`)
+	j.waitJS(lessonTickWait, "speed 64×", jsSnap+`.speed === 64`)
 	for i, act := range l.acts {
 		n := i + 1
 		j.waitJS(lessonTickWait, fmt.Sprintf("%s step %d current", l.slug, n),
@@ -155,7 +155,7 @@ func (j *journey) learn(l learnerLesson) time.Duration {
 			j.window(name + "-first-tick")
 		}
 	}
-	j.waitJS(20*time.Second, "the finished lesson", `(s => s && s.lesson && s.lesson.finished)(`+jsLessonState+`)`)
+	j.waitJS(lessonTickWait, "the finished lesson", `(s => s && s.lesson && s.lesson.finished)(`+jsLessonState+`)`)
 	j.waitJS(10*time.Second, "the banner", `!document.getElementById('lesson-banner').hidden`)
 	assert.Empty(j.t, eval[string](j.browserEnv, `[...document.querySelectorAll('.step-error')].map(e => e.hidden ? '' : e.textContent).join('')`), "no step shows an error")
 	done := eval[int](j.browserEnv, `document.querySelectorAll('.steps .step.done').length`)
@@ -173,7 +173,8 @@ func (j *journey) waitStepTick(slug string, n int) {
 	deadline := time.Now().Add(lessonTickWait)
 	for {
 		st, err := chromedp.Run(j.ctx, chromedp.Evaluate[tickState](fmt.Sprintf(`(() => { const s = `+jsLessonState+`; const m = s && s.lesson;
-			return { ticked: !!m && m.completed.includes(%d), error: (m && m.error) || '', checks: m ? JSON.stringify(m.checks) : '' }; })()`, n)))
+			return { ticked: !!m && m.completed.includes(%d), error: (m && m.error) || '',
+			  checks: m ? JSON.stringify({ step: m.step, acted: m.acted, doing: m.doing, checks: m.checks }) : '' }; })()`, n)))
 		switch {
 		case err == nil && st.Ticked:
 			return
@@ -253,4 +254,33 @@ func TestJourneyLearner(t *testing.T) {
 	t.Logf("learner journey: %s", strings.Join(times, ", "))
 	// journey reports every uncaught exception and failed request when
 	// the test ends.
+}
+
+// newLessonsCourse: lessons 13 and 14 (issue 19's new lessons), 13 in
+// English and 14 in Chinese, through the visible controls only.
+var newLessonsCourse = []learnerLesson{
+	{"13-restart-strategies", "en", []learnerAct{
+		crashSubtask("count#0"),
+		crashSubtask("count#1"),
+		crashSubtask("count#0"),
+		startJob,
+	}},
+	{"14-region-failover", "zh", []learnerAct{
+		crashSubtask("tokenizer#1"),
+		then(startJob, crashSubtask("tokenizer#1")),
+		then(startJob, crashSubtask("tokenizer#1")),
+	}},
+}
+
+// TestJourneyNewLessons: a learner completes lessons 13 and 14 through the
+// subtask boxes and the steps' "Start the job" buttons, never "do it for me".
+func TestJourneyNewLessons(t *testing.T) {
+	b := newBrowserFor(t, 30*time.Minute, nil)
+	j := newJourney(b, "new-lessons")
+	j.run(chromedp.EmulateViewport(1280, 800))
+	var times []string
+	for _, l := range newLessonsCourse {
+		times = append(times, fmt.Sprintf("%s %s %s", l.slug[:2], l.lang, j.learn(l)))
+	}
+	t.Logf("new lessons journey: %s", strings.Join(times, ", "))
 }
