@@ -1,8 +1,10 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statelab/statelab/bench"
 	"github.com/statelab/statelab/engine"
 )
 
@@ -174,4 +177,20 @@ func TestLoadClassroomTwoHundredFollowers(t *testing.T) {
 	assert.Less(t, q(all, 0.95), bound, "p95 event latency (target 250 ms; generous bound for a shared machine)")
 	assert.Less(t, q(acks, 0.95), bound, "p95 presenter ack (generous bound)")
 	assert.Less(t, perFollower, float64(1<<20), "under 1 MiB per follower")
+}
+
+// TestMeasureClassroomRSS runs the sessions bench's classroom case alone
+// (measureClassroomRSS: a classroom of 64 students who each fork the run
+// and watch their copy) and logs the process's resident set and live heap
+// against the 512 MiB target. It measures, it does not judge (a shared
+// machine's figures vary): STATELAB_MEASURE_CLASSROOM=1 go test -count=1
+// -run TestMeasureClassroomRSS -v ./web/
+func TestMeasureClassroomRSS(t *testing.T) {
+	if os.Getenv("STATELAB_MEASURE_CLASSROOM") == "" {
+		t.Skip("a measurement: set STATELAB_MEASURE_CLASSROOM=1")
+	}
+	rss, heap, err := measureClassroomRSS(context.Background(), bench.ClassroomForks)
+	require.NoError(t, err)
+	t.Logf("classroom of %d watched forks: RSS %.0f MiB (target %d MiB), live heap %.0f MiB",
+		bench.ClassroomForks, rss/(1<<20), bench.ClassroomRSSTarget>>20, heap/(1<<20))
 }
