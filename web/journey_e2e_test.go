@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -390,7 +392,8 @@ func TestJourneyExplorer(t *testing.T) {
 	}
 
 	// Crash a TaskManager: the job waits for a slot, and the badge says so.
-	j.clickLive(`button[aria-label="Crash TaskManager tm-1"]`)
+	// (clicked again if a redraw swallowed the click, as a person would)
+	j.clickUntil(`button[aria-label="Crash TaskManager tm-1"]`, "tm-1 lost", jsSnap+`.taskManagers.some(tm => tm.id === 'tm-1' && tm.status === 'LOST')`)
 	j.waitJS(30*time.Second, "the story of the lost TaskManager", `document.getElementById('explain-body').innerText.includes('TaskManager tm-1 crashed')`)
 	// Where StateLab differs from Flink here, the story says so and why.
 	j.waitJS(10*time.Second, "the heartbeat simplification", `document.querySelector('#explain-body .st-simplified')?.innerText.includes('heartbeat.timeout (50 s by default)')`)
@@ -458,6 +461,22 @@ func TestJourneyExplorer(t *testing.T) {
 	j.waitJS(20*time.Second, "the share link", `!document.getElementById('share-link').hidden && document.getElementById('share-link').value.startsWith('http')`)
 	link := eval[string](j.browserEnv, `document.getElementById('share-link').value`)
 	j.shot("07-share-link")
+	// The same menu exports the job as a Flink project: the button downloads
+	// the fork's zip (the download is caught in the page, headless chromium
+	// saves none), and that address answers with one.
+	require.Equal(t, "Export as a Flink project (zip)", eval[string](j.browserEnv, `document.getElementById('share-flink').textContent`))
+	j.run(chromedp.Evaluate[chromedp.Void](`window.__downloads = []; HTMLAnchorElement.prototype.click = function () { window.__downloads.push(this.href); }`))
+	j.clickLive(`#share-flink`)
+	j.waitJS(10*time.Second, "the export's download", `window.__downloads.length === 1`)
+	exportURL := eval[string](j.browserEnv, `window.__downloads[0]`)
+	require.True(t, strings.HasSuffix(exportURL, "/api/sessions/"+eval[string](j.browserEnv, jsSnap+`.session`)+"/export-flink"), exportURL)
+	resp, err := http.Get(exportURL)
+	require.NoError(t, err)
+	zipped, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(zipped))
+	require.Equal(t, "application/zip", resp.Header.Get("Content-Type"))
+	require.True(t, bytes.HasPrefix(zipped, []byte("PK")), "a zip")
 	j.run(chromedp.Navigate(link))
 	j.waitJS(20*time.Second, "the replay page", `document.getElementById('replay-form') !== null`)
 	j.accessible("replay page")
