@@ -241,7 +241,73 @@ func catalogue() []*scenario {
 					"edge makes one region, so both restart everything", ui: "explain.simplified.tmRegions"},
 			},
 		},
+		{
+			name: "alerts-timers-crash-rescale-2-3",
+			claim: "Event-time timers are keyed state: a KeyedProcessFunction's timers (alerts after 7 ms of silence per word) " +
+				"pending at the latest checkpoint come back with it after a crash and fire once; the job then restores at parallelism 3 " +
+				"from a savepoint; every alert is committed exactly once, the same alerts on both",
+			spec:       alertsJob(),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(22, 160, 1), {}}},
+			phases: []phase{{
+				flinkFaults:    []flinkFault{{Kind: "throw", Task: "alerts#1", AfterRecords: 50}},
+				statelabFaults: []slFault{{cmd: engine.CmdCrashSubtask, task: "alerts#1", afterRecords: 50}},
+				awaitFaults:    true,
+			}, {rescale: map[string]int{"alerts": 3}}},
+			slots: 5,
+			check: checkAlerts,
+		},
 	}
+}
+
+// alertsTimeout is the alerts scenario's event-time timeout in ms.
+const alertsTimeout = 7
+
+// alertsJob: single words keyed by themselves into the alerts operator (a
+// KeyedProcessFunction with event-time timers), into an exactly-once sink.
+func alertsJob() map[string]any {
+	return map[string]any{
+		"name": "silence alerts",
+		"operators": []any{op("source", "source", 2, nil),
+			map[string]any{"id": "alerts", "kind": "alerts", "parallelism": 2, "maxParallelism": 128, "options": map[string]any{"timeout": fmt.Sprintf("%dms", alertsTimeout)}},
+			op("sink", "sink", 2, map[string]any{"semantics": "exactly-once"})},
+		"edges":         []any{edge("source", "alerts", "hash"), edge("alerts", "sink", "rebalance")},
+		"checkpointing": map[string]any{"interval": "50ms"},
+		"restart":       map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"},
+	}
+}
+
+// alertsOutput is what the alerts sink must hold exactly once, computed here
+// from the lines: line i of phase 0 has timestamp i; a word's timestamps
+// split into sessions where the next one comes at least the timeout later
+// (the alert timer at last + timeout fires before an event at that very
+// time joins); each session alerts word=count.
+func alertsOutput(lines []string) map[string]int {
+	byWord := map[string][]int{}
+	for i, l := range lines {
+		byWord[l] = append(byWord[l], i)
+	}
+	out := map[string]int{}
+	for w, ts := range byWord {
+		n := 0
+		for i, x := range ts {
+			n++
+			if i+1 == len(ts) || ts[i+1] >= x+alertsTimeout {
+				out[fmt.Sprintf("%s=%d", w, n)]++
+				n = 0
+			}
+		}
+	}
+	return out
+}
+
+func checkAlerts(j *judge, sl *slResult, fl *trace) {
+	p := fl.Phases[0]
+	j.true("Flink restarted after the injected failure", len(p.RestartedSubtasks) > 0, p.RestartedSubtasks)
+	if sl != nil {
+		j.true("StateLab restarted after the injected failure", len(sl.phases[0].restarted) > 0, sl.phases[0].restarted)
+	}
+	checkExactOutput(j, sl, fl, alertsOutput(catalogueLines("alerts-timers-crash-rescale-2-3")[0]))
 }
 
 func withBackend(spec map[string]any, backend string) map[string]any {

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -127,7 +128,7 @@ final class JobBuilder {
                 out = input.flatMap(new Ops.FilterFn(id, ex, opts.path("minLength").asInt(0)), REC);
             }
             case "count", "sum" -> out = input.keyBy(r -> r.key, Types.STRING)
-                    .transform(id, REC, new Ops.KeyedAggregate(id, "count".equals(kind)));
+                    .transform(id, REC, new Ops.KeyedAggregate(id, "count".equals(kind), ttlConfig(opts)));
             case "window-count" -> {
                 long size = Specs.millis(opts.path("size"), 15000);
                 out = input.keyBy(r -> r.key, Types.STRING)
@@ -135,6 +136,8 @@ final class JobBuilder {
                         .aggregate(new CountAgg(), new WindowLabel(size), Types.LONG, Types.LONG, REC);
             }
             case "tally" -> out = input.map(new Ops.Tally(id), REC);
+            case "alerts" -> out = input.keyBy(r -> r.key, Types.STRING)
+                    .process(new Ops.Alerts(id, Specs.millis(opts.path("timeout"), 10000), ttlConfig(opts)), REC);
             case "broadcast-filter" -> out = input.connect(broadcastIn.broadcast(Ops.BroadcastFilter.RULES))
                     .process(new Ops.BroadcastFilter(id), REC);
             case "sink" -> {
@@ -152,6 +155,33 @@ final class JobBuilder {
         @SuppressWarnings("unchecked")
         DataStream<Rec> r = "sink".equals(kind) ? null : (DataStream<Rec>) out;
         return r; // a sink has no output stream: null marks it built
+    }
+
+    /**
+     * The StateTtlConfig of a keyed operator's options (StateLab's ttl, ttlUpdateType, ttlStateVisibility,
+     * ttlCleanupFullSnapshot, ttlCleanupSize), or null without "ttl".
+     */
+    static StateTtlConfig ttlConfig(JsonNode opts) {
+        if (!opts.has("ttl")) {
+            return null;
+        }
+        StateTtlConfig.Builder b = StateTtlConfig.newBuilder(Duration.ofMillis(Specs.millis(opts.path("ttl"), 0)));
+        if ("OnReadAndWrite".equals(opts.path("ttlUpdateType").asText())) {
+            b.setUpdateType(StateTtlConfig.UpdateType.OnReadAndWrite);
+        }
+        if ("ReturnExpiredIfNotCleanedUp".equals(opts.path("ttlStateVisibility").asText())) {
+            b.setStateVisibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp);
+        }
+        if (opts.path("ttlCleanupFullSnapshot").asBoolean(false)) {
+            b.cleanupFullSnapshot();
+        }
+        int size = opts.path("ttlCleanupSize").asInt(0);
+        if (size < 0) {
+            b.disableCleanupInBackground();
+        } else if (size > 0) {
+            b.cleanupIncrementally(size, false);
+        }
+        return b.build();
     }
 
     /** Counts a window's records (the window-count operator's MapState value). */

@@ -13,8 +13,10 @@ import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.state.BroadcastState;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ReadOnlyBroadcastState;
+import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -26,6 +28,7 @@ import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.co.BroadcastProcessFunction;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
@@ -153,12 +156,14 @@ final class Ops {
         private final String id;
         private final String stateName;
         private final boolean count;
+        private final StateTtlConfig ttl;
         private transient ValueState<Long> value;
         private transient String task;
 
-        KeyedAggregate(String id, boolean count) {
+        KeyedAggregate(String id, boolean count, StateTtlConfig ttl) {
             this.id = id;
             this.count = count;
+            this.ttl = ttl;
             this.stateName = count ? "count" : "sum";
         }
 
@@ -172,7 +177,11 @@ final class Ops {
             super.open();
             int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
             task = id + "#" + i;
-            value = getPartitionedState(new ValueStateDescriptor<>(stateName, Types.LONG));
+            ValueStateDescriptor<Long> d = new ValueStateDescriptor<>(stateName, Types.LONG);
+            if (ttl != null) {
+                d.enableTimeToLive(ttl);
+            }
+            value = getPartitionedState(d);
             Map<String, Object> e = event("open", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
             KeyGroupRange kg = ((CheckpointableKeyedStateBackend<?>) getKeyedStateBackend()).getKeyGroupRange();
             e.put("keyGroups", Map.of("start", kg.getStartKeyGroup(), "end", kg.getEndKeyGroup()));
@@ -227,6 +236,75 @@ final class Ops {
                 Trace.event(e);
             }
             super.close();
+        }
+    }
+
+    /**
+     * alerts: a KeyedProcessFunction (StateLab's engine/keyedprocess.go, Flink's CountWithTimeoutFunction): an
+     * event waits in MapState "pending" with an event-time timer at its timestamp; when the watermark passes it,
+     * it joins the key's session ("count", "last") and a timer at last + timeout is registered. A timer at
+     * last + timeout alerts (key, count) and clears the key. One Flink timer may stand for both (timers are
+     * de-duplicated per key and time): the alert is checked first, then the pending events, which is the order
+     * StateLab fires its two namespaces in. Timers are never deleted here, so a shared timer stays; a stale
+     * alert timer finds last moved on and does nothing.
+     */
+    static final class Alerts extends KeyedProcessFunction<String, Rec, Rec> {
+        private final String id;
+        private final long timeout;
+        private final StateTtlConfig ttl;
+        private transient MapState<Long, Long> pending;
+        private transient ValueState<Long> last;
+        private transient ValueState<Long> count;
+        private transient String task;
+
+        Alerts(String id, long timeout, StateTtlConfig ttl) {
+            this.id = id;
+            this.timeout = timeout;
+            this.ttl = ttl;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            task = id + "#" + getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            MapStateDescriptor<Long, Long> p = new MapStateDescriptor<>("pending", Types.LONG, Types.LONG);
+            ValueStateDescriptor<Long> l = new ValueStateDescriptor<>("last", Types.LONG);
+            ValueStateDescriptor<Long> c = new ValueStateDescriptor<>("count", Types.LONG);
+            if (ttl != null) {
+                p.enableTimeToLive(ttl);
+                l.enableTimeToLive(ttl);
+                c.enableTimeToLive(ttl);
+            }
+            pending = getRuntimeContext().getMapState(p);
+            last = getRuntimeContext().getState(l);
+            count = getRuntimeContext().getState(c);
+        }
+
+        @Override
+        public void processElement(Rec r, Context ctx, Collector<Rec> out) throws Exception {
+            Faults.record(task);
+            Long n = pending.get(r.ts);
+            pending.put(r.ts, n == null ? 1L : n + 1);
+            ctx.timerService().registerEventTimeTimer(r.ts);
+        }
+
+        @Override
+        public void onTimer(long ts, OnTimerContext ctx, Collector<Rec> out) throws Exception {
+            Long l = last.value();
+            if (l != null && ts == l + timeout) {
+                Long c = count.value();
+                out.collect(new Rec(ctx.getCurrentKey(), c == null ? 0 : c,
+                        "no event for " + Specs.goDuration(timeout) + " after " + Specs.goDuration(l), ts));
+                last.clear();
+                count.clear();
+            }
+            Long n = pending.get(ts);
+            if (n != null) {
+                pending.remove(ts);
+                Long c = count.value();
+                last.update(ts);
+                count.update((c == null ? 0 : c) + n);
+                ctx.timerService().registerEventTimeTimer(ts + timeout);
+            }
         }
     }
 
