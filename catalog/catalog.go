@@ -134,7 +134,7 @@ var Commands = []Command{
 	{Name: engine.CmdUpgrade, Args: []Arg{atLeast("checkpoint", Int, 1, true),
 		{Name: "change", Type: Text, Required: true, Values: engine.UpgradeChanges},
 		{Name: "operator", Type: Text}, {Name: "kind", Type: Text, Values: engine.UpgradeAddKinds},
-		{Name: "uid", Type: Text, MaxRunes: engine.MaxUIDLength},
+		{Name: "uid", Type: Text, MaxRunes: engine.MaxUIDLength}, {Name: "uidHash", Type: Text, MaxRunes: 32},
 		bounded("parallelism", Int, 1, rescale.UpperBoundMaxParallelism, false),
 		bounded("maxParallelism", Int, 1, rescale.UpperBoundMaxParallelism, false),
 		{Name: "allowNonRestoredState", Type: Bool}}, Recorded: true},

@@ -44,6 +44,7 @@ type Command struct {
 	Change                string `json:"change,omitempty"`
 	Kind                  string `json:"kind,omitempty"`
 	UID                   string `json:"uid,omitempty"`
+	UIDHash               string `json:"uidHash,omitempty"`
 	MaxParallelism        int    `json:"maxParallelism,omitempty"`
 	AllowNonRestoredState bool   `json:"allowNonRestoredState,omitempty"`
 }
@@ -74,6 +75,7 @@ func (c Command) String() string {
 		if c.UID != "" || c.Change == ChangeSetUID {
 			add("uid", fmt.Sprintf("%q", c.UID))
 		}
+		add("uidHash", c.UIDHash)
 		if c.Change == ChangeSetParallelism {
 			add("parallelism", fmt.Sprint(c.Parallelism))
 		}

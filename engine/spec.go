@@ -152,6 +152,11 @@ type OperatorSpec struct {
 	// generated from the operator's place in the topology (uid.go), and a
 	// changed job may no longer find its state.
 	UID string `json:"uid,omitempty" yaml:"uid,omitempty"`
+	// UIDHash is Flink's setUidHash(String): an alternative operator ID (32
+	// hex digits) the operator also answers to when a restore matches
+	// state — the way to give state filed under an old generated ID to an
+	// operator that now has a uid.
+	UIDHash string `json:"uidHash,omitempty" yaml:"uidHash,omitempty"`
 	// Chain is start-new (Flink's startNewChain()) or disable
 	// (disableChaining()); empty chains where the rules allow (chain.go).
 	Chain string `json:"chain,omitempty" yaml:"chain,omitempty"`

@@ -20,7 +20,17 @@ const MaxUIDLength = 100
 // quoted here.
 func (s *JobSpec) checkUIDs() error {
 	seen := map[string]string{}
+	hashes := map[string]string{}
 	for _, o := range s.Operators {
+		if o.UIDHash != "" {
+			if len(o.UIDHash) != 32 || strings.Trim(o.UIDHash, "0123456789abcdef") != "" {
+				return specErr("operator %q: uidHash %q must be 32 lowercase hex digits, an operator ID as StateLab shows it", o.ID, o.UIDHash)
+			}
+			if other, dup := hashes[o.UIDHash]; dup {
+				return specErr("operators %q and %q have the same uidHash %q; it must be unique per operator", other, o.ID, o.UIDHash)
+			}
+			hashes[o.UIDHash] = o.ID
+		}
 		if o.UID == "" {
 			continue
 		}
@@ -156,6 +166,13 @@ func mapStates(spec *JobSpec, meta *state.CheckpointMetadata) (byOp map[string]*
 	owner := make(map[string]string, len(ids))
 	for name, id := range ids {
 		owner[id] = name
+	}
+	// Alternative IDs (setUidHash) answer only where no operator has the
+	// ID itself, as Flink's ExecutionJobVertex.includeAlternativeOperatorIDs.
+	for _, o := range spec.Operators {
+		if _, taken := owner[o.UIDHash]; o.UIDHash != "" && !taken {
+			owner[o.UIDHash] = o.ID
+		}
 	}
 	byOp = map[string]*state.OperatorState{}
 	for i := range meta.Operators {

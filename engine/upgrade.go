@@ -23,7 +23,8 @@ const (
 	// ChangeRemoveOperator removes Operator (not a source; one input): its
 	// input is connected to its outputs.
 	ChangeRemoveOperator = "remove-operator"
-	// ChangeSetUID gives Operator the uid UID (empty: no uid, a generated ID).
+	// ChangeSetUID gives Operator the uid UID (empty: no uid, a generated ID)
+	// and the alternative ID UIDHash (setUidHash; empty: none).
 	ChangeSetUID = "set-uid"
 	// ChangeSetParallelism gives Operator the parallelism Parallelism.
 	ChangeSetParallelism = "set-parallelism"
@@ -124,7 +125,7 @@ func changedSpec(s *JobSpec, cmd Command) (nu *JobSpec, desc string, explicit st
 		desc = fmt.Sprintf("%s removed", cmd.Operator)
 	case ChangeSetUID:
 		was := op.UID
-		op.UID = cmd.UID
+		op.UID, op.UIDHash = cmd.UID, cmd.UIDHash
 		switch {
 		case cmd.UID == "":
 			desc = fmt.Sprintf("%s without its uid %q (a generated ID)", op.ID, was)
@@ -132,6 +133,9 @@ func changedSpec(s *JobSpec, cmd Command) (nu *JobSpec, desc string, explicit st
 			desc = fmt.Sprintf("%s with uid %q (it had none: a generated ID)", op.ID, cmd.UID)
 		default:
 			desc = fmt.Sprintf("%s with uid %q instead of %q", op.ID, cmd.UID, was)
+		}
+		if cmd.UIDHash != "" {
+			desc += fmt.Sprintf(" and uidHash %s", cmd.UIDHash)
 		}
 	case ChangeSetParallelism:
 		if cmd.Parallelism < 1 {

@@ -267,3 +267,41 @@ func TestUpgradeBadCommands(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 }
+
+// The way out of part two, as Flink's setUidHash: give count its uid and,
+// as uidHash, the ID its state was filed under. In a job where every other
+// operator has a uid the savepoint maps without allowNonRestoredState and
+// count keeps its counts. Where the sink has no uid it is refused again:
+// the sink's generated ID mixes in count's, which changed.
+func TestUpgradeUIDHashKeepsStateFiledUnderTheOldID(t *testing.T) {
+	spec := withUIDs(wordCount(300, 2, 2, 0))
+	spec.Operators[2].UID = ""
+	s, sp, log := savepointOf(t, spec)
+	countID := ""
+	for _, o := range s.Snapshot().Job.Operators {
+		if o.ID == "count" {
+			countID = o.OperatorID
+		}
+	}
+	require.NoError(t, s.Do(Command{Name: CmdUpgrade, Checkpoint: sp, Change: ChangeSetUID, Operator: "count", UID: "count", UIDHash: countID}))
+	msg := log.kinds(EvRestoreRequested)[0].Message
+	assert.Contains(t, msg, `count (uid "count", ID`)
+	assert.Contains(t, msg, "restores its own state")
+	runToEnd(t, s)
+	cmp, err := s.Compare()
+	require.NoError(t, err)
+	assert.Empty(t, cmp[0].Losses, "count kept its state")
+
+	s2, sp2, _ := savepointOf(t, wordCount(300, 2, 2, 0))
+	ids := map[string]string{}
+	for _, o := range s2.Snapshot().Job.Operators {
+		ids[o.ID] = o.OperatorID
+	}
+	err = s2.Do(Command{Name: CmdUpgrade, Checkpoint: sp2, Change: ChangeSetUID, Operator: "count", UID: "count", UIDHash: ids["count"]})
+	require.ErrorIs(t, err, ErrNonRestoredState)
+	assert.Contains(t, err.Error(), "state for operator "+ids["sink"]+" to the new program")
+
+	bad := wordCount(100, 2, 2, 0)
+	bad.Operators[2].UIDHash = "not-hex"
+	require.ErrorIs(t, bad.Validate(), ErrInvalidSpec)
+}

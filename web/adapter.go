@@ -75,7 +75,7 @@ func engineCommand(c Command) engine.Command {
 		ec.Checkpoint = c.Checkpoint
 	}
 	if c.Name == CmdUpgrade {
-		ec.Checkpoint, ec.Change, ec.Kind, ec.UID = c.Checkpoint, c.Change, c.Kind, c.UID
+		ec.Checkpoint, ec.Change, ec.Kind, ec.UID, ec.UIDHash = c.Checkpoint, c.Change, c.Kind, c.UID, c.UIDHash
 		ec.MaxParallelism, ec.AllowNonRestoredState = c.MaxParallelism, c.AllowNonRestoredState
 	}
 	return ec

@@ -102,6 +102,7 @@ type Command struct {
 	Change                string `json:"change,omitempty"`
 	Kind                  string `json:"kind,omitempty"`
 	UID                   string `json:"uid,omitempty"`
+	UIDHash               string `json:"uidHash,omitempty"`
 	MaxParallelism        int    `json:"maxParallelism,omitempty"`
 	AllowNonRestoredState bool   `json:"allowNonRestoredState,omitempty"`
 }

@@ -297,7 +297,7 @@ func checkScenarioCommands(sc Scenario) *protoError {
 			return perr(CodeBadArgs, "scenario command %d: %q is not a command the engine logs", i, c.Name)
 		case lc.Step < prev || lc.Step > sc.Step:
 			return perr(CodeBadArgs, "scenario command %d: step %d is out of order (commands go in step order, up to the scenario's step %d)", i, lc.Step, sc.Step)
-		case utf8.RuneCountInString(c.Text) > maxInjectText || len(c.Task)+len(c.TaskManager)+len(c.Operator)+len(c.UID)+len(c.Change)+len(c.Kind)+len(lc.Error) > 4096:
+		case utf8.RuneCountInString(c.Text) > maxInjectText || len(c.Task)+len(c.TaskManager)+len(c.Operator)+len(c.UID)+len(c.UIDHash)+len(c.Change)+len(c.Kind)+len(lc.Error) > 4096:
 			return perr(CodeBadArgs, "scenario command %d is too long", i)
 		case c.Parallelism < 0 || float64(c.Parallelism) > scenarioMaxParallelism || c.Slots < 0 || float64(c.Slots) > scenarioMaxSlots ||
 			c.MaxParallelism < 0 || float64(c.MaxParallelism) > scenarioMaxParallelism:

@@ -25,6 +25,7 @@ func parseUpgrade(raw json.RawMessage, c *Command) *protoError {
 		Operator              *string `json:"operator"`
 		Kind                  *string `json:"kind"`
 		UID                   *string `json:"uid"`
+		UIDHash               *string `json:"uidHash"`
 		Parallelism           *int    `json:"parallelism"`
 		MaxParallelism        *int    `json:"maxParallelism"`
 		AllowNonRestoredState *bool   `json:"allowNonRestoredState"`
@@ -57,6 +58,12 @@ func parseUpgrade(raw json.RawMessage, c *Command) *protoError {
 			return perr(CodeBadArgs, "upgrade: uid is %d characters long; send at most %d", n, engine.MaxUIDLength)
 		}
 		c.UID = *a.UID
+	}
+	if a.UIDHash != nil {
+		if n := utf8.RuneCountInString(*a.UIDHash); n > 32 {
+			return perr(CodeBadArgs, "upgrade: uidHash is %d characters long; an operator ID is 32 hex digits", n)
+		}
+		c.UIDHash = *a.UIDHash
 	}
 	_, hi := catalog.Bound(CmdUpgrade, "parallelism")
 	if a.Parallelism != nil {

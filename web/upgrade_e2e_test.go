@@ -32,7 +32,7 @@ func TestBrowserUpgradeFromSavepoint(t *testing.T) {
 	b.run(chromedp.SetValue(chromedp.CSS(`#upgrade-change`), "set-uid"),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('upgrade-change').dispatchEvent(new Event('change'))`),
 		chromedp.SetValue(chromedp.CSS(`#upgrade-operator`), "count"))
-	b.waitJS(5*time.Second, "the uid field", `!document.getElementById('upgrade-uid').closest('label').hidden && document.getElementById('upgrade-kind').closest('label').hidden`)
+	b.waitJS(5*time.Second, "the uid field", `!document.getElementById('upgrade-uid').closest('label').hidden && !document.getElementById('upgrade-uid-hash').closest('label').hidden && document.getElementById('upgrade-kind').closest('label').hidden`)
 	b.run(chromedp.SendKeys(chromedp.CSS(`#upgrade-uid`), "count"))
 	b.clickLive(`#upgrade-submit`)
 	b.waitJS(30*time.Second, "Flink's refusal in the dialog", `document.getElementById('upgrade-result').className === 'error'`)

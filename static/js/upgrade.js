@@ -83,6 +83,10 @@ export class UpgradeDialog {
       const uid = $('upgrade-uid').value.trim();
       if (uid || change === 'set-uid') args.uid = uid;
     }
+    if (change === 'set-uid') {
+      const hash = $('upgrade-uid-hash').value.trim();
+      if (hash) args.uidHash = hash;
+    }
     if (change === 'set-parallelism') args.parallelism = Number($('upgrade-parallelism').value);
     if (change === 'set-max-parallelism') args.maxParallelism = Number($('upgrade-max-parallelism').value);
     if ($('upgrade-allow').checked) args.allowNonRestoredState = true;
