@@ -21,7 +21,9 @@ import (
 // COURSE_TIMES=FILE it writes them as the lines the lessons' scenario.yaml
 // record (measured: {seconds: N}).
 func TestJourneyCourseTimes(t *testing.T) {
-	b := newBrowserFor(t, 60*time.Minute, nil)
+	// Every lesson page starts a session of its own, and ended ones linger
+	// until their idle timeout: room for all of them.
+	b := newBrowserFor(t, 60*time.Minute, func(c *Config) { c.MaxSessions = 100 })
 	j := newJourney(b, "course")
 	j.run(chromedp.EmulateViewport(1280, 800))
 	var lines []string

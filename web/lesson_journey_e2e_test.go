@@ -275,7 +275,7 @@ var newLessonsCourse = []learnerLesson{
 // TestJourneyNewLessons: a learner completes lessons 13 and 14 through the
 // subtask boxes and the steps' "Start the job" buttons, never "do it for me".
 func TestJourneyNewLessons(t *testing.T) {
-	b := newBrowserFor(t, 30*time.Minute, nil)
+	b := newBrowserFor(t, 30*time.Minute, func(c *Config) { c.MaxSessions = 100 })
 	j := newJourney(b, "new-lessons")
 	j.run(chromedp.EmulateViewport(1280, 800))
 	var times []string
