@@ -356,5 +356,5 @@ func (c Check) lintRefs(js *jobState) error {
 }
 
 func keyedKind(k string) bool {
-	return k == engine.KindCount || k == engine.KindSum || k == engine.KindWindowCount
+	return k == engine.KindCount || k == engine.KindSum || k == engine.KindWindowCount || k == engine.KindAlerts
 }
