@@ -2,8 +2,8 @@
 // in-memory file system of static/js/memfs.js instead of the real disk: the
 // fs backend's checkpoint files, Pebble-free local directories and
 // t.TempDir() all live in memory, as they do in the static site. The
-// current directory's files (a package's testdata) are copied in first, at
-// the same absolute paths.
+// module's files (a package's testdata, ../docs) are copied in first, at the
+// same absolute paths.
 //
 // Usage (go_js_wasm_memfs_exec does this): node memfs_exec_node.js prog.wasm [args]
 'use strict';
@@ -37,15 +37,17 @@ function mkdirAll(dir) {
     try { must('mkdir', cur, 0o755); } catch (e) { if (e.code !== 'EEXIST') throw e; }
   }
 }
-// copyIn copies the regular files under dir (not into .git or other
-// packages' build output) into the memory file system.
+// copyIn copies the regular files under dir into the memory file system:
+// sources, docs and testdata, not .git, build output, browser test
+// artifacts or anything above 1 MB (binaries).
+const skipDirs = new Set(['.git', 'node_modules', 'artifacts', 'target']);
 function copyIn(dir, depth) {
   mkdirAll(dir);
   for (const ent of realFS.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, ent.name);
     if (ent.isDirectory()) {
-      if (depth < 6 && ent.name !== '.git' && ent.name !== 'node_modules') copyIn(p, depth + 1);
-    } else if (ent.isFile()) {
+      if (depth < 8 && !skipDirs.has(ent.name)) copyIn(p, depth + 1);
+    } else if (ent.isFile() && realFS.statSync(p).size <= 1 << 20) {
       const data = realFS.readFileSync(p);
       const fd = must('open', p, 64 | 1, 0o644);
       must('write', fd, data, 0, data.length, null);
@@ -53,7 +55,11 @@ function copyIn(dir, depth) {
     }
   }
 }
-copyIn(process.cwd(), 0);
+// The module's root (where go.mod is), so that a test may read ../docs.
+let root = process.cwd();
+while (!realFS.existsSync(path.join(root, 'go.mod')) && path.dirname(root) !== root) root = path.dirname(root);
+if (!realFS.existsSync(path.join(root, 'go.mod'))) root = process.cwd();
+copyIn(root, 0);
 
 globalThis.require = require;
 globalThis.fs = mem;
