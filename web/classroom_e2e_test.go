@@ -27,6 +27,7 @@ const jsReady = `document.getElementById('workspace')?.dataset.ready === 'true' 
 // control is refused; a follower forks and rescales its own copy while the
 // presenter's run stays as it was; the presenter travels back in time.
 func TestBrowserClassroom(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	info, err := b.srv.CreateClassroom(ClassroomRequest{Template: "wordcount", Settings: map[string]any{"seed": "3", "slots": "2", "interval": "200ms"}}, b.url)
 	require.NoError(t, err)
@@ -89,6 +90,11 @@ func TestBrowserClassroom(t *testing.T) {
 	f2.waitJS(5*time.Second, "controls in the copy", `!document.getElementById('btn-play').disabled && !document.getElementById('btn-follow').hidden`)
 	commands := eval[int](f2, `window.statelab.model.snap.commands.length`)
 	assert.GreaterOrEqual(t, commands, 2, "the copy carries the presenter's crash and restart")
+	// The copy at the presenter's pace: faster, as the presenter went.
+	for range 2 {
+		f2.clickLive(`#btn-faster`)
+		time.Sleep(150 * time.Millisecond)
+	}
 	f2.waitJS(60*time.Second, "every subtask of the copy running", jsAllRunning)
 	f2.clickLive(`.op-head[data-op="count"] button[aria-label="Rescale count to 3"]`)
 	f2.waitJS(90*time.Second, "count at parallelism 3 in the copy",
@@ -113,7 +119,7 @@ func TestBrowserClassroom(t *testing.T) {
 	// and every follower sees the past; Present returns.
 	presenter.waitJS(10*time.Second, "crash and restore marks", `document.querySelectorAll('#timeline .mark-crash').length >= 1 && document.querySelectorAll('#timeline .mark-checkpoint').length >= 1`)
 	presenter.clickLive(`#btn-play`)
-	presenter.waitJS(10*time.Second, "paused", `window.statelab.model.snap.paused`)
+	presenter.waitJS(30*time.Second, "paused", `window.statelab.model.snap.paused`)
 	head := eval[int](presenter, `window.statelab.model.snap.step`)
 	presenter.run(chromedp.KeyEvent(kb.PageUp))
 	presenter.waitJS(30*time.Second, "the past on the presenter", `document.getElementById('timeline').classList.contains('viewing') && window.statelab.model.snap.step < `+itoa(int64(head)))

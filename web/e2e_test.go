@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,87 @@ func artifactsDir(t *testing.T) string {
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	return dir
+}
+
+// The package's browser tests share one chromium (started by the first
+// that needs it, ended by TestMain): starting chromium took a second or two
+// of each test's time. Each test gets a tab in a browser context of its
+// own, so nothing of one test's cookies, storage or cache reaches another,
+// and tabs are safe to drive at the same time: a browser test that needs
+// nothing of the machine to itself (no frame-rate or timing figure) may
+// call t.Parallel() and run beside another one; most of a journey's time
+// is spent waiting for a run at the teaching pace.
+var browser struct {
+	mu     sync.Mutex
+	root   context.Context // a context whose browser runs until closeBrowser
+	cancel func()
+	dir    string
+}
+
+// sharedBrowser returns the context of the package's browser, starting it
+// (again, if it has died) with the chromium at path.
+func sharedBrowser(path string) (context.Context, error) {
+	browser.mu.Lock()
+	defer browser.mu.Unlock()
+	if browser.root != nil && browser.root.Err() == nil {
+		return browser.root, nil
+	}
+	closeBrowserLocked()
+	dir, err := os.MkdirTemp("", "statelab-chromium-")
+	if err != nil {
+		return nil, err
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		// Tabs of background tests keep their timers and frames.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.UserDataDir(dir),
+		// A test's tab opens in a window of its own, whose page area is
+		// 87 px less than the window (the browser's first tab's was 143
+		// px less): 1440 x 857, the page a browser of 1440 x 1000 gave
+		// each test before.
+		chromedp.WindowSize(1440, 944),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	browser.root, browser.dir = ctx, dir
+	browser.cancel = func() {
+		cancelCtx()
+		cancelAlloc()
+	}
+	if err := chromedp.Do(ctx); err != nil {
+		closeBrowserLocked()
+		return nil, err
+	}
+	return ctx, nil
+}
+
+// closeBrowser ends the package's browser, if it runs.
+func closeBrowser() {
+	browser.mu.Lock()
+	defer browser.mu.Unlock()
+	closeBrowserLocked()
+}
+
+func closeBrowserLocked() {
+	if browser.cancel != nil {
+		browser.cancel()
+	}
+	if browser.dir != "" {
+		_ = os.RemoveAll(browser.dir)
+	}
+	browser.root, browser.cancel, browser.dir = nil, nil, ""
 }
 
 type browserEnv struct {
@@ -78,32 +160,22 @@ func newBrowserFor(t *testing.T, d time.Duration, mod func(*Config)) *browserEnv
 	srv, err := New(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1440, 1000),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, d)
 	t.Cleanup(func() {
-		cancelTimeout()
-		cancelCtx()
-		cancelAlloc()
 		hs.CloseClientConnections()
 		hs.Close()
 		_ = srv.Close()
 	})
-	require.NoError(t, chromedp.Do(ctx), "start chromium")
+	root, err := sharedBrowser(path)
+	require.NoError(t, err, "start chromium")
+	// A tab of the package's browser in a browser context of its own: its
+	// own cookies, storage and cache, as a browser of its own had them.
+	ctx, cancelCtx := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+	ctx, cancelTimeout := context.WithTimeout(ctx, d)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+	})
+	require.NoError(t, chromedp.Do(ctx), "open a tab")
 	return &browserEnv{t: t, ctx: ctx, url: hs.URL, srv: srv}
 }
 
@@ -180,6 +252,7 @@ const jsAllRunning = `(() => { const s = window.statelab?.model?.snap; if (!s ||
   return s.job.operators.every(o => o.subtasks.every(t => t.status === 'RUNNING')); })()`
 
 func TestBrowserHomeSandboxAndJobGraph(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/?lang=en"))
 	title, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("h1")))
@@ -207,6 +280,7 @@ func TestBrowserHomeSandboxAndJobGraph(t *testing.T) {
 }
 
 func TestBrowserCrashSubtaskRestartsAndCountsContinue(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.openLive("template=wordcount&seed=7&interval=200ms&lang=en")
 	// Faster, through the speed buttons: 1 -> 2 -> 4 -> 8; input remains
@@ -245,6 +319,7 @@ func TestBrowserCrashSubtaskRestartsAndCountsContinue(t *testing.T) {
 }
 
 func TestBrowserRescaleShowsThreeOwnersOnFlinksRanges(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.openLive("template=wordcount&seed=11&interval=300ms&taskManagers=2&slots=2&lang=en")
 	for range 4 {
@@ -289,6 +364,7 @@ func TestBrowserRescaleShowsThreeOwnersOnFlinksRanges(t *testing.T) {
 // minute: crash a TaskManager, see the job wait for a slot, restart it, then
 // scale count out, which needs a third TaskManager.
 func TestBrowserTaskManagerCrashWaitForSlotsAndScaleOut(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	// Two TaskManagers with one slot each: one pipeline per TaskManager.
 	b.openLive("template=wordcount&seed=3&lang=en")
@@ -324,6 +400,7 @@ func TestBrowserTaskManagerCrashWaitForSlotsAndScaleOut(t *testing.T) {
 // TestBrowserSwitchTeachingAndFullSpeed hands the running job from the
 // Stepper to the Live driver and back with the mode buttons.
 func TestBrowserSwitchTeachingAndFullSpeed(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.openLive("template=wordcount&seed=2&lang=en")
 	b.waitJS(30*time.Second, "some output", `window.statelab.model.snap.sinks[0].committed > 0 || window.statelab.model.snap.job.operators[0].subtasks[0].recordsOut > 0`)
@@ -348,6 +425,7 @@ func TestBrowserSwitchTeachingAndFullSpeed(t *testing.T) {
 // TestBrowserKeyGroupsMatchTheJVM checks static/js/keygroups.js against key
 // groups computed on a JVM (rescale/testdata/flink_keygroups.txt).
 func TestBrowserKeyGroupsMatchTheJVM(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/"))
 	f, err := os.Open(filepath.Join("..", "rescale", "testdata", "flink_keygroups.txt"))
@@ -442,6 +520,7 @@ func TestBrowserFramesPerSecond(t *testing.T) {
 }
 
 func TestBrowserChineseAndHelp(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.openLive("template=article&lang=zh")
 	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
@@ -468,6 +547,7 @@ func toJSON(t *testing.T, v any) string {
 }
 
 func TestBrowserLessonFrame(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/lessons?lang=en"))
 	assert.Contains(t, eval[string](b, `document.querySelector('.lesson-list').innerText`), "Key groups")
