@@ -53,6 +53,10 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("StateLab refuses the job spec: %w", err)
 	}
+	// flinkref's JobBuilder runs every job with env.disableOperatorChaining()
+	// (each operator its own task): StateLab's side does the same.
+	off := false
+	js.Chaining = &off
 	var events []engine.Event
 	s, err := engine.NewStepper(js, engine.Options{RecordEvents: func(e engine.Event) { events = append(events, e) }})
 	if err != nil {
