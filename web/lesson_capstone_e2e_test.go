@@ -69,7 +69,7 @@ func TestJourneyCapstone(t *testing.T) {
 // redrew (the field replaced under the cursor) types again.
 func rescaleUntil(op string, p int) learnerAct {
 	return func(j *journey) {
-		taken := fmt.Sprintf(`(s => s.job.rescale || s.job.operators.some(o => o.id === %q && o.parallelism === %d))(%s)`, op, p, jsSnap)
+		taken := fmt.Sprintf(`(s => !!s.job.rescale || s.job.operators.some(o => o.id === %q && o.parallelism === %d))(%s)`, op, p, jsSnap)
 		for try := 0; ; try++ {
 			rescaleTo(op, p)(j)
 			deadline := time.Now().Add(15 * time.Second)
