@@ -18,9 +18,15 @@
 //     own web server).
 //   - Their baselines: RunBarePipeline, RunBareWordCount, CountWithBareMap,
 //     CountWithBarePebble, CountWithBarePebbleParallel, BareHubFanOut.
+//   - The growth group (GroupGrowth): the engine's word count at each
+//     parallelism against p = 1, its time against the number of records
+//     (log-log slopes as scaling cases) and heap-backend bytes per key
+//     against a bare map[string]int64.
 //   - Run: every case of a Config, interleaved rounds, a Report of Cases
 //     (value, baseline, ratio, target, samples); WriteTable, WriteJSON and
-//     WriteOutputs (bench.json plus hand-written SVG charts) render it;
+//     WriteOutputs (bench.json plus hand-written SVG charts; the ratio
+//     chart draws each ratio beside the previous run's, Report.Previous)
+//     render it;
 //     MergePeers adds the peers module's figures (bench/peers, its own
 //     go.mod, so go-streams and goka never enter StateLab's dependencies).
 //
@@ -32,6 +38,7 @@
 //     wrong output is an error, never a figure.
 //  3. Time the system and its baseline alternately for Rounds rounds
 //     (Interleave), so load from other processes falls on both alike, and
-//     report medians and their ratio.
+//     report medians and their ratio. A timed window starts on a settled
+//     heap (settle: runtime.GC), so no trial pays for garbage another left.
 //  4. Remove every file and stop every goroutine the case started.
 package bench
