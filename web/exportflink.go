@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 
+	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/flinkref"
 )
 
@@ -31,6 +33,26 @@ func (srv *Server) handleExportFlink(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := s.run.Spec.Clone()
 	snap := s.Snapshot()
+	// An upgrade command runs a changed job (another operator, uid or max
+	// parallelism) that the session's spec does not describe: say so rather
+	// than export the job the run started with.
+	var started, running []string
+	for _, o := range spec.Operators {
+		started = append(started, o.ID)
+	}
+	for _, o := range snap.Job.Operators {
+		running = append(running, o.ID)
+	}
+	slices.Sort(started)
+	slices.Sort(running)
+	upgraded := !slices.Equal(started, running)
+	for _, lc := range snap.Commands {
+		upgraded = upgraded || lc.Command.Name == engine.CmdUpgrade
+	}
+	if upgraded {
+		writeJSON(w, http.StatusConflict, apiError{CodeRefused, "this run's job was changed by an upgrade, and the export writes only a job as a sandbox or lesson starts it; reset the run to export its job, or write the changed job as a job spec and run `statelab export-flink --spec FILE`"})
+		return
+	}
 	for i := range spec.Operators {
 		for _, o := range snap.Job.Operators {
 			if o.ID == spec.Operators[i].ID && o.Parallelism > 0 {

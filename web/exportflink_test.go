@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,48 @@ func TestExportFlinkOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// After an upgrade the run's job is not the one its sandbox started, so the
+// export refuses and says why, instead of writing the old job.
+func TestExportFlinkRefusesAnUpgradedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine")
+	}
+	srv, hs := newEngineServer(t)
+	c := dialURL(t, hs, "template=wordcount&seed=3&interval=200ms&keys=40&retainedCheckpoints=3&restart=fixed-delay&restartAttempts=5")
+	readUntil(t, c, "snapshot", "")
+	send(t, c, `{"type":"command","id":"fast","name":"speed","args":{"factor":50}}`)
+	require.Equal(t, "ack", reply(t, c, "fast")["type"])
+	waitSnapshot(t, c, 60*time.Second, "the job running", allRunning)
+	send(t, c, `{"type":"command","id":"sp","name":"trigger-savepoint"}`)
+	require.Equal(t, "ack", reply(t, c, "sp")["type"])
+	var sp float64
+	waitSnapshot(t, c, 60*time.Second, "a retained savepoint", func(m msg) bool {
+		for _, r := range m["checkpoints"].(map[string]any)["retained"].([]any) {
+			if rm := r.(map[string]any); rm["savepoint"] == true {
+				sp = rm["id"].(float64)
+			}
+		}
+		return sp > 0
+	})
+	var id string
+	for _, s := range srv.sessions.all() {
+		id = s.ID
+	}
+	get := func() (int, string) {
+		resp, err := http.Get(hs.URL + "/api/sessions/" + id + "/export-flink")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := get()
+	require.Equal(t, http.StatusOK, code, "before the upgrade")
+	r := sendUpgrade(t, c, "add", map[string]any{"checkpoint": sp, "change": "add-operator", "operator": "tokenizer", "kind": "filter", "uid": "no-stop-words", "allowNonRestoredState": true})
+	require.Equal(t, "ack", r["type"], "%v", r)
+	waitSnapshot(t, c, 60*time.Second, "a filter after the tokenizer", func(m msg) bool { return operatorsOf(m)["filter"] != nil })
+	code, body := get()
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Contains(t, body, "changed by an upgrade")
 }
