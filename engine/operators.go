@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -390,10 +391,10 @@ func (w *windowCount) open(t *subtask, _ *restoreSpec, _ *RestoreInfo) error {
 
 func (w *windowCount) timerService() *state.TimerService { return w.timers }
 
-// windowNamespace is a window's timer namespace: its start, 8 bytes BE
-// (Flink's namespace is the TimeWindow).
+// windowNamespace is a window's timer namespace: its start in decimal, so
+// the inspector shows it as it is (Flink's namespace is the TimeWindow).
 func (w *windowCount) windowNamespace(start int64) string {
-	w.nsBuf = state.Int64Codec.Append(w.nsBuf[:0], start)
+	w.nsBuf = strconv.AppendInt(w.nsBuf[:0], start, 10)
 	return string(w.nsBuf)
 }
 
@@ -436,7 +437,7 @@ func (w *windowCount) process(t *subtask, _ int, recs []Record) error {
 
 func (w *windowCount) watermark(t *subtask, wm int64) error {
 	return w.timers.Advance(state.EventTime, wm, func(tm state.Timer) error {
-		start, err := state.Int64Codec.Decode([]byte(tm.Namespace))
+		start, err := strconv.ParseInt(tm.Namespace, 10, 64)
 		if err != nil {
 			return fmt.Errorf("window timer of %q: %w", tm.Key, err)
 		}
