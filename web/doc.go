@@ -34,6 +34,12 @@
 //     Performance page (perf.go, PerfConfig): the committed bench results
 //     (package docs) and a background quick bench, one run at a time.
 //
+//   - The static site (site.go, site_write.go; docs/static-site.md):
+//     SitePages renders every page for `statelab site`, WriteSite writes
+//     them with the assets and the WebAssembly module (cmd/statelab-wasm),
+//     which runs this package's Server inside the page. perf_js.go stands
+//     in for the Performance page, which needs a server.
+//
 // Contract of a connection (docs/protocol.md has the messages):
 //
 //  1. GET /ws?template=ID[&settings] starts a session, /ws?session=ID joins

@@ -68,6 +68,7 @@ var siteText = map[string]map[string]string{
 		"performance.w": "性能页面在运行 StateLab 的机器上测量它，包括 Pebble（代替 RocksDB 的状态后端），而浏览器版本没有 Pebble。",
 		"pebble":        "本课中在 pebble 状态后端（EmbeddedRocksDBStateBackend）上启动作业的步骤需要服务器：浏览器版本没有 Pebble。请在你的机器上运行 StateLab（go run ./cmd/statelab serve）并打开",
 		"pebble.option": "需要服务器",
+		"notfound":      "本站点没有这个地址的页面。",
 	},
 }
 
@@ -121,11 +122,15 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 			out = append(out, SitePage{Path: langPath(lang.Code, so.path), HTML: siteHTML(buf.Bytes(), lang.Code)})
 		}
 		// 404.html: what most static hosts send for a missing page.
-		html, err := srv.renderForSiteStatus(ctx, h, "/404.html", lang.Code, http.StatusNotFound)
-		if err != nil {
-			return nil, err
+		p := pages.Page{Lang: lang.Code, T: t, Title: t("notfound.title")}
+		for _, l := range Languages {
+			p.LangLinks = append(p.LangLinks, pages.LangLink{Code: l.Code, Name: l.Name, Href: "/?lang=" + l.Code, Current: l.Code == lang.Code})
 		}
-		out = append(out, SitePage{Path: langPath(lang.Code, "/404.html"), HTML: siteHTML(html, lang.Code)})
+		var buf bytes.Buffer
+		if err := pages.NotFound(p, txt["notfound"]).Render(ctx, &buf); err != nil {
+			return nil, fmt.Errorf("render 404.html: %w", err)
+		}
+		out = append(out, SitePage{Path: langPath(lang.Code, "/404.html"), HTML: siteHTML(buf.Bytes(), lang.Code)})
 	}
 	return out, nil
 }
