@@ -33,7 +33,6 @@
 //     per JobManager address, read by the page over JSON; and the
 //     Performance page (perf.go, PerfConfig): the committed bench results
 //     (package docs) and a background quick bench, one run at a time.
-//
 //   - The static site (site.go, site_write.go; docs/static-site.md):
 //     SitePages renders every page for `statelab site`, WriteSite writes
 //     them with the assets and the WebAssembly module (cmd/statelab-wasm),
