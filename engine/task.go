@@ -767,6 +767,7 @@ func (t *subtask) open(r *restoreSpec, tmDir string) error {
 				t.localDir += fmt.Sprintf(".%d", t.incarnation)
 			}
 			cfg.Dir = t.localDir
+			cfg.FS = t.c.fsys
 		}
 		var err error
 		if r != nil && len(r.keyed) > 0 {

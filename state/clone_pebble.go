@@ -23,7 +23,7 @@ func clonePebble(b *pebbleBackend, cfg KeyedBackendConfig) (_ KeyedBackend, err 
 	if b.closed {
 		return nil, fmt.Errorf("state: copy keyed backend: %w", ErrClosed)
 	}
-	if err := prepareDir(cfg.Dir); err != nil {
+	if err := prepareDir(cfg.FS, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("state: copy keyed backend: %w", err)
 	}
 	nb := newPebbleBackend(cfg)

@@ -30,12 +30,15 @@ type FileSystem interface {
 	Stat(name string) (fs.FileInfo, error)
 	// WalkDir walks the tree at root as filepath.WalkDir does.
 	WalkDir(root string, fn fs.WalkDirFunc) error
+	// ReadDir lists dir as os.ReadDir does.
+	ReadDir(dir string) ([]fs.DirEntry, error)
 	// SyncDir makes the renames in dir durable.
 	SyncDir(dir string) error
 }
 
 // File is an open file of a FileSystem.
 type File interface {
+	io.Reader
 	io.Writer
 	io.ReaderAt
 	io.Closer
@@ -61,6 +64,7 @@ func (osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
 func (osFS) WalkDir(root string, fn fs.WalkDirFunc) error {
 	return filepath.WalkDir(root, fn)
 }
+func (osFS) ReadDir(dir string) ([]fs.DirEntry, error) { return os.ReadDir(dir) }
 func (osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -92,6 +96,7 @@ const (
 	OpMkdir   Op = "mkdir"
 	OpStat    Op = "stat"
 	OpWalk    Op = "walk"
+	OpReadDir Op = "readdir"
 	OpSyncDir Op = "syncdir"
 )
 
@@ -207,6 +212,13 @@ func (e *ErrorFS) WalkDir(root string, fn fs.WalkDirFunc) error {
 	return e.Base.WalkDir(root, fn)
 }
 
+func (e *ErrorFS) ReadDir(dir string) ([]fs.DirEntry, error) {
+	if err := e.check(OpReadDir, dir); err != nil {
+		return nil, err
+	}
+	return e.Base.ReadDir(dir)
+}
+
 func (e *ErrorFS) SyncDir(dir string) error {
 	if err := e.check(OpSyncDir, dir); err != nil {
 		return err
@@ -232,6 +244,13 @@ func (f *errorFile) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return f.File.Write(p)
+}
+
+func (f *errorFile) Read(p []byte) (int, error) {
+	if err := f.e.check(OpRead, f.Name()); err != nil {
+		return 0, err
+	}
+	return f.File.Read(p)
 }
 
 func (f *errorFile) ReadAt(p []byte, off int64) (int, error) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/rescale"
 )
 
 // A short write in the middle of a checkpoint file (the disk filled up)
@@ -130,4 +132,55 @@ func TestTaskLocalStore(t *testing.T) {
 	assert.Zero(t, local.Bytes())
 	assert.Equal(t, "aaaa", read(a))
 	assert.Equal(t, int64(10), stats.Remote.Load(), "a's copy was discarded")
+}
+
+// The pebble backend's own file operations go through the seam too: a
+// failing read of a local SST while an incremental checkpoint uploads it
+// fails the snapshot, and a failing create while a restore downloads an
+// SST fails the restore, naming the file; with the disk healed both work.
+func TestPebbleFaultsThroughTheSeam(t *testing.T) {
+	efs := NewErrorFS(nil)
+	dir := t.TempDir()
+	st, err := NewCheckpointStorage(StorageConfig{Kind: FileSystemStorage, JobID: "job", Dir: filepath.Join(dir, "remote")})
+	require.NoError(t, err)
+	all := rescale.KeyGroupRange{Start: 0, End: 127}
+	b, err := NewKeyedBackend(KeyedBackendConfig{Kind: Pebble, Dir: filepath.Join(dir, "db"), MaxParallelism: 128, KeyGroupRange: all, Incremental: true, FS: efs})
+	require.NoError(t, err)
+	defer b.Close()
+	v, err := Value(b, "count", Int64Codec)
+	require.NoError(t, err)
+	for i := range 100 {
+		require.NoError(t, b.SetCurrentKeyString("k"+string(rune('a'+i%26))+string(rune('a'+i/26)), i%128))
+		require.NoError(t, v.Update(int64(i)))
+	}
+	efs.SetInjector(func(op Op, p string) error {
+		if op == OpRead && strings.HasSuffix(p, ".sst") {
+			return ErrInjected
+		}
+		return nil
+	})
+	_, err = b.Snapshot(SnapshotTarget{CheckpointID: 1}, st)
+	require.ErrorIs(t, err, ErrInjected)
+	assert.Contains(t, err.Error(), ".sst")
+
+	efs.SetInjector(nil)
+	h, err := b.Snapshot(SnapshotTarget{CheckpointID: 2}, st)
+	require.NoError(t, err)
+
+	efs.SetInjector(func(op Op, p string) error {
+		if op == OpCreate && strings.HasSuffix(p, ".sst") {
+			return ErrInjected
+		}
+		return nil
+	})
+	cfg := KeyedBackendConfig{Kind: Pebble, Dir: filepath.Join(dir, "restored"), MaxParallelism: 128, KeyGroupRange: all, Incremental: true, FS: efs}
+	_, err = RestoreKeyedBackend(cfg, st, []*KeyedStateHandle{h})
+	require.ErrorIs(t, err, ErrInjected)
+	assert.Contains(t, err.Error(), ".sst")
+
+	efs.SetInjector(nil)
+	cfg.Dir = filepath.Join(dir, "restored-2")
+	r, err := RestoreKeyedBackend(cfg, st, []*KeyedStateHandle{h})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
 }

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -158,11 +157,12 @@ func openPebble(dir string, l *slog.Logger, readOnly bool) (*pebble.DB, error) {
 
 // prepareDir makes dir if needed and refuses one with files in it, so a
 // backend never mixes its files with someone else's.
-func prepareDir(dir string) error {
-	ents, err := os.ReadDir(dir)
+func prepareDir(fsys FileSystem, dir string) error {
+	fsys = orOS(fsys)
+	ents, err := fsys.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(dir, 0o755)
+		return fsys.MkdirAll(dir)
 	case err != nil:
 		return err
 	case len(ents) > 0:
@@ -178,7 +178,7 @@ func newPebbleBackend(cfg KeyedBackendConfig) *pebbleBackend {
 }
 
 func openPebbleBackend(cfg KeyedBackendConfig) (KeyedBackend, error) {
-	if err := prepareDir(cfg.Dir); err != nil {
+	if err := prepareDir(cfg.FS, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("state: open pebble backend: %w", err)
 	}
 	b := newPebbleBackend(cfg)
@@ -546,10 +546,10 @@ func (b *pebbleBackend) StartSnapshot(target SnapshotTarget, storage CheckpointS
 		}
 		states := b.States()
 		run = func() (*KeyedStateHandle, error) {
-			defer os.RemoveAll(local)
+			defer b.fsys().RemoveAll(local)
 			return b.uploadIncremental(target, storage, local, confirmed, states)
 		}
-		release = func() { os.RemoveAll(local) }
+		release = func() { b.fsys().RemoveAll(local) }
 	} else {
 		snap := b.db.NewSnapshot()
 		states := b.States()
@@ -620,7 +620,7 @@ func isSharedFile(name string) bool {
 // upload may reference instead of copying.
 func (b *pebbleBackend) checkpointLocally(target SnapshotTarget) (string, map[string]FileRef, error) {
 	// Without its directory Pebble retries a flush forever; say so instead.
-	if _, err := os.Stat(b.dbDir); err != nil {
+	if _, err := b.fsys().Stat(b.dbDir); err != nil {
 		return "", nil, fmt.Errorf("local directory of the pebble backend is gone (%w); restore from the last checkpoint", err)
 	}
 	if err := b.db.Flush(); err != nil {
@@ -642,7 +642,7 @@ func (b *pebbleBackend) checkpointLocally(target SnapshotTarget) (string, map[st
 // the small private files (MANIFEST, OPTIONS, markers) go to the
 // checkpoint's own directory.
 func (b *pebbleBackend) uploadIncremental(target SnapshotTarget, storage CheckpointStorage, local string, confirmed map[string]FileRef, states []StateInfo) (*KeyedStateHandle, error) {
-	ents, err := os.ReadDir(local)
+	ents, err := b.fsys().ReadDir(local)
 	if err != nil {
 		return nil, err
 	}
@@ -665,7 +665,7 @@ func (b *pebbleBackend) uploadIncremental(target SnapshotTarget, storage Checkpo
 					continue
 				}
 			}
-			ref, err := uploadFile(storage, target, Shared, name, filepath.Join(local, name))
+			ref, err := uploadFile(b.fsys(), storage, target, Shared, name, filepath.Join(local, name))
 			if err != nil {
 				return nil, err
 			}
@@ -675,7 +675,7 @@ func (b *pebbleBackend) uploadIncremental(target SnapshotTarget, storage Checkpo
 			sst[name] = ref
 			continue
 		}
-		ref, err := uploadFile(storage, target, Exclusive, prefix+name, filepath.Join(local, name))
+		ref, err := uploadFile(b.fsys(), storage, target, Exclusive, prefix+name, filepath.Join(local, name))
 		if err != nil {
 			return nil, err
 		}
@@ -689,8 +689,8 @@ func (b *pebbleBackend) uploadIncremental(target SnapshotTarget, storage Checkpo
 	return h, nil
 }
 
-func uploadFile(storage CheckpointStorage, target SnapshotTarget, scope Scope, name, src string) (FileRef, error) {
-	f, err := os.Open(src)
+func uploadFile(fsys FileSystem, storage CheckpointStorage, target SnapshotTarget, scope Scope, name, src string) (FileRef, error) {
+	f, err := fsys.Open(src)
 	if err != nil {
 		return FileRef{}, err
 	}
@@ -736,7 +736,7 @@ func (b *pebbleBackend) Close() error {
 	b.closed = true
 	b.async.closeAll() // cancel snapshots not started, wait for running ones
 	err := b.db.Close()
-	if _, statErr := os.Stat(b.cfg.Dir); errors.Is(statErr, fs.ErrNotExist) {
+	if _, statErr := b.fsys().Stat(b.cfg.Dir); errors.Is(statErr, fs.ErrNotExist) {
 		return nil
 	}
 	return err
@@ -752,7 +752,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 	if err := checkHandles(cfg, handles); err != nil {
 		return nil, err
 	}
-	if err := prepareDir(cfg.Dir); err != nil {
+	if err := prepareDir(cfg.FS, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("state: restore pebble backend: %w", err)
 	}
 	b := newPebbleBackend(cfg)
@@ -761,7 +761,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 			if b.db != nil {
 				b.db.Close()
 			}
-			os.RemoveAll(cfg.Dir)
+			orOS(cfg.FS).RemoveAll(cfg.Dir)
 		}
 	}()
 	var base *KeyedStateHandle
@@ -773,7 +773,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 	}
 	var read int64
 	if base != nil {
-		n, err := downloadCheckpoint(storage, base, b.dbDir)
+		n, err := downloadCheckpoint(b.fsys(), storage, base, b.dbDir)
 		read += n
 		if err != nil {
 			return nil, fmt.Errorf("restore key groups %v: %w", cfg.KeyGroupRange, err)
@@ -881,8 +881,8 @@ func (in *inserter) flush() error {
 // mergeIncremental opens another subtask's incremental checkpoint in a
 // scratch directory and copies the key groups of this backend's range.
 func (b *pebbleBackend) mergeIncremental(storage CheckpointStorage, h *KeyedStateHandle, dir string, ins *inserter) (int64, error) {
-	defer os.RemoveAll(dir)
-	n, err := downloadCheckpoint(storage, h, dir)
+	defer b.fsys().RemoveAll(dir)
+	n, err := downloadCheckpoint(b.fsys(), storage, h, dir)
 	if err != nil {
 		return n, err
 	}
@@ -915,8 +915,8 @@ func (b *pebbleBackend) mergeIncremental(storage CheckpointStorage, h *KeyedStat
 
 // downloadCheckpoint copies the files of an incremental handle into dir under
 // their Pebble names, checking each one's size and CRC32C.
-func downloadCheckpoint(storage CheckpointStorage, h *KeyedStateHandle, dir string) (int64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func downloadCheckpoint(fsys FileSystem, storage CheckpointStorage, h *KeyedStateHandle, dir string) (int64, error) {
+	if err := fsys.MkdirAll(dir); err != nil {
 		return 0, err
 	}
 	for i, s := range h.States {
@@ -931,7 +931,7 @@ func downloadCheckpoint(storage CheckpointStorage, h *KeyedStateHandle, dir stri
 		if !ValidDirName(f.LocalName) {
 			return read, fmt.Errorf("%w: checkpoint %d: local file name %q is not a plain file name", ErrCorrupt, h.CheckpointID, f.LocalName)
 		}
-		n, err := downloadFile(storage, f.File, filepath.Join(dir, f.LocalName))
+		n, err := downloadFile(fsys, storage, f.File, filepath.Join(dir, f.LocalName))
 		read += n
 		if err != nil {
 			return read, fmt.Errorf("checkpoint %d: %w", h.CheckpointID, err)
@@ -940,7 +940,7 @@ func downloadCheckpoint(storage CheckpointStorage, h *KeyedStateHandle, dir stri
 	return read, nil
 }
 
-func downloadFile(storage CheckpointStorage, ref FileRef, dst string) (int64, error) {
+func downloadFile(fsys FileSystem, storage CheckpointStorage, ref FileRef, dst string) (int64, error) {
 	r, err := storage.OpenFile(ref)
 	if err != nil {
 		return 0, err
@@ -949,7 +949,7 @@ func downloadFile(storage CheckpointStorage, ref FileRef, dst string) (int64, er
 	if r.Size() != ref.Size {
 		return 0, fmt.Errorf("%w: %s is %d bytes, the checkpoint says %d", ErrCorrupt, ref.Path, r.Size(), ref.Size)
 	}
-	out, err := os.Create(dst)
+	out, err := fsys.Create(dst)
 	if err != nil {
 		return 0, err
 	}
@@ -966,3 +966,6 @@ func downloadFile(storage CheckpointStorage, ref FileRef, dst string) (int64, er
 	}
 	return r.BytesRead(), nil
 }
+
+// fsys is the file system of the backend's own file operations.
+func (b *pebbleBackend) fsys() FileSystem { return orOS(b.cfg.FS) }
