@@ -186,9 +186,7 @@ func (s *sourceLogic) poll(t *subtask, batch int) error {
 		b := newBatch()
 		b.fill(s.topic, pc.partition, pc.offset, batch)
 		first := pc.offset
-		for _, r := range b.recs {
-			pc.lastTS = max(pc.lastTS, r.Timestamp)
-		}
+		pc.lastTS = max(pc.lastTS, b.latestTimestamp(s.topic, pc.partition))
 		n := len(b.recs)
 		if oe := t.soleForward(); oe != nil && oe.pending[0] == nil {
 			// One forward output with nothing pending: the batch read is

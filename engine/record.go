@@ -102,6 +102,21 @@ func (b *batch) fill(tp *topic, p int, off int64, n int) {
 	b.recs = tp.read(b.recs, p, off, n)
 }
 
+// latestTimestamp is the highest timestamp among the records fill read
+// from partition p of tp (MinWatermark for none): the last one's when they
+// were borrowed from a partition whose held records are in timestamp order,
+// as lines are, else found by a pass over them.
+func (b *batch) latestTimestamp(tp *topic, p int) int64 {
+	if n := len(b.recs); n > 0 && b.spare != nil && tp.inOrder(p) {
+		return b.recs[n-1].Timestamp
+	}
+	ts := MinWatermark
+	for _, r := range b.recs {
+		ts = max(ts, r.Timestamp)
+	}
+	return ts
+}
+
 func (e element) records() int {
 	if e.kind == elemRecords && e.batch != nil {
 		return len(e.batch.recs)

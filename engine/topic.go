@@ -28,6 +28,9 @@ type topic struct {
 
 	mu    sync.RWMutex
 	extra [][]Record // per partition: lines from options and records typed in, after the generated ones
+	// unordered[p] is set once a record typed into partition p has an
+	// older timestamp than the one before it (lines are in order).
+	unordered []bool
 
 	// progress is which source subtask reads each partition and how far it
 	// got; source subtasks write it, views read it from any goroutine.
@@ -66,7 +69,7 @@ func newTopic(name string, seed int64, o operatorOptions) *topic {
 	t := &topic{name: name, partitions: o.Partitions, gen: o.Generator, seed: uint64(seed),
 		records: o.Records, keys: o.Keys, wordsPer: o.WordsPerLine, pages: o.Pages,
 		windowSize: o.WindowSize.Milliseconds(), perWindow: o.ClicksPerWindow,
-		extra: make([][]Record, o.Partitions), progress: make([]partitionProgress, o.Partitions)}
+		extra: make([][]Record, o.Partitions), unordered: make([]bool, o.Partitions), progress: make([]partitionProgress, o.Partitions)}
 	t.resetProgress()
 	if t.gen == GeneratorNone {
 		t.records = 0
@@ -149,10 +152,20 @@ func (t *topic) view(p int, off int64, n int) []Record {
 	return extra[i:j:j]
 }
 
+// inOrder reports whether partition p's held records are in timestamp order.
+func (t *topic) inOrder(p int) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return !t.unordered[p]
+}
+
 // append adds a record typed in by a user to partition p and returns its offset.
 func (t *topic) append(p int, r Record) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if n := len(t.extra[p]); n > 0 && r.Timestamp < t.extra[p][n-1].Timestamp {
+		t.unordered[p] = true
+	}
 	t.extra[p] = append(t.extra[p], r)
 	return t.generated(p) + int64(len(t.extra[p])) - 1
 }
