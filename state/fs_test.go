@@ -139,6 +139,7 @@ func TestTaskLocalStore(t *testing.T) {
 // fails the snapshot, and a failing create while a restore downloads an
 // SST fails the restore, naming the file; with the disk healed both work.
 func TestPebbleFaultsThroughTheSeam(t *testing.T) {
+	skipWithoutPebble(t)
 	efs := NewErrorFS(nil)
 	dir := t.TempDir()
 	st, err := NewCheckpointStorage(StorageConfig{Kind: FileSystemStorage, JobID: "job", Dir: filepath.Join(dir, "remote")})
