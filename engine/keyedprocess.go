@@ -23,13 +23,23 @@ import (
 // The timers live in the keyed backend (timer service "user-timers", as
 // Flink's KeyedProcessOperator names it): an alert due after a crash or a
 // rescale fires once, on the subtask that owns the key's key group.
+//
+// With option timeDomain: processing the function times out on processing
+// time instead, as the processing-time CountWithTimeoutFunction of Flink's
+// documentation does: each event sets "last" to the subtask's processing
+// time (ctx.timerService().currentProcessingTime()) and moves the key's
+// processing-time timer to last plus the timeout
+// (registerProcessingTimeTimer); the timer fires on the subtask's
+// processing-time clock (proctime.go). No event waits in "pending" then:
+// processing time needs no watermark to be in order.
 type alerts struct {
 	noState
-	timeout int64 // event-time milliseconds
-	pending state.MapState[int64, int64]
-	last    state.ValueState[int64]
-	count   state.ValueState[int64]
-	timers  *state.TimerService
+	timeout  int64 // milliseconds
+	procTime bool  // time out on processing time (timeDomain: processing)
+	pending  state.MapState[int64, int64]
+	last     state.ValueState[int64]
+	count    state.ValueState[int64]
+	timers   *state.TimerService
 }
 
 // eventNS is the namespace of the timers that release pending events.
@@ -50,12 +60,16 @@ func (a *alerts) open(t *subtask, _ *restoreSpec, _ *RestoreInfo) error {
 	if a.timers, err = state.NewTimerService(t.keyed, "user-timers"); err != nil {
 		return fmt.Errorf("register timers: %w", err)
 	}
+	a.procTime = t.op.opts.TimeDomain == TimeDomainProcessing
 	return nil
 }
 
 func (a *alerts) timerService() *state.TimerService { return a.timers }
 
 func (a *alerts) process(t *subtask, _ int, recs []Record) error {
+	if a.procTime {
+		return a.processProcTime(t, recs)
+	}
 	for i, r := range recs {
 		if _, err := t.setKeyOf(recs, i); err != nil {
 			return err
@@ -116,27 +130,76 @@ func (a *alerts) watermark(t *subtask, wm int64) error {
 		if tm.Namespace == eventNS {
 			return a.onEvent(tm.Timestamp)
 		}
-		last, ok, err := a.last.Value()
-		if err != nil || !ok || tm.Timestamp != last+a.timeout {
-			return err // a stale timer: a newer event moved the deadline
+		return a.onAlertTimer(t, tm, "watermark "+fmtWatermark(wm), wm)
+	})
+}
+
+// onAlertTimer emits the key's alert when tm is its current deadline.
+func (a *alerts) onAlertTimer(t *subtask, tm state.Timer, at string, wm int64) error {
+	last, ok, err := a.last.Value()
+	if err != nil || !ok || tm.Timestamp != last+a.timeout {
+		return err // a stale timer: a newer event moved the deadline
+	}
+	n, _, err := a.count.Value()
+	if err != nil {
+		return err
+	}
+	if err := a.last.Clear(); err != nil {
+		return err
+	}
+	if err := a.count.Clear(); err != nil {
+		return err
+	}
+	text := alertText(last, a.timeout)
+	t.emit(Record{Key: tm.Key, Value: n, Text: text, Timestamp: tm.Timestamp})
+	if t.verbose {
+		t.event(Event{Kind: EvTimerFired, Key: tm.Key, Value: n, Watermark: wm,
+			Message: fmt.Sprintf("%s: timer %d of %s fired at %s: %s (%d events)", t.name, tm.Timestamp, tm.Key, at, text, n)})
+	}
+	return nil
+}
+
+// processProcTime counts each event into its key's session and moves the
+// key's processing-time deadline to now plus the timeout.
+func (a *alerts) processProcTime(t *subtask, recs []Record) error {
+	now := t.NowMillis()
+	for i := range recs {
+		if _, err := t.setKeyOf(recs, i); err != nil {
+			return err
 		}
-		n, _, err := a.count.Value()
+		last, had, err := a.last.Value()
 		if err != nil {
 			return err
 		}
-		if err := a.last.Clear(); err != nil {
+		c, _, err := a.count.Value()
+		if err != nil {
 			return err
 		}
-		if err := a.count.Clear(); err != nil {
+		if had && last != now {
+			if err := a.timers.Delete(state.ProcessingTime, "", last+a.timeout); err != nil {
+				return err
+			}
+		}
+		if err := a.last.Update(now); err != nil {
 			return err
 		}
-		text := alertText(last, a.timeout)
-		t.emit(Record{Key: tm.Key, Value: n, Text: text, Timestamp: tm.Timestamp})
-		if t.verbose {
-			t.event(Event{Kind: EvTimerFired, Key: tm.Key, Value: n, Watermark: wm,
-				Message: fmt.Sprintf("%s: timer %d of %s fired at watermark %s: %s (%d events)", t.name, tm.Timestamp, tm.Key, fmtWatermark(wm), text, n)})
+		if err := a.count.Update(c + 1); err != nil {
+			return err
 		}
-		return nil
+		if err := a.timers.Register(state.ProcessingTime, "", now+a.timeout); err != nil {
+			return err
+		}
+		t.updates++
+	}
+	return nil
+}
+
+// onProcessingTime fires the alerts due at processing time now
+// (milliseconds): Flink's KeyedProcessOperator.onProcessingTime calling
+// the function's onTimer.
+func (a *alerts) onProcessingTime(t *subtask, now int64) error {
+	return a.timers.Advance(state.ProcessingTime, now, func(tm state.Timer) error {
+		return a.onAlertTimer(t, tm, "processing time "+fmtMillis(now), t.wm.Load())
 	})
 }
 

@@ -453,6 +453,23 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			t.pubDirty = true // a restore, a snapshot or a rescale changes the figures
 			continue
 		}
+		if t.chainRunning() && t.hasOutputSpace() {
+			// Due processing-time timers fire before the next input, as
+			// Flink's mailbox runs a timer between two records.
+			if now := l.now(); t.procTimerDue(now) {
+				l.inTransit.Add(1)
+				l.activity.Add(1)
+				t.now = now
+				err := t.fireProcTimers()
+				ok := l.afterHandle(ctx, t, err)
+				l.inTransit.Add(-1)
+				if !ok {
+					return
+				}
+				t.pubDirty = true
+				continue
+			}
+		}
 		if t.chainRunning() {
 			for i := range t.inputs {
 				ch := t.inputs[(rr+i)%len(t.inputs)]
@@ -513,6 +530,21 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 				d = min(refresh, d)
 			}
 			refresh = d
+		}
+		if t.getStatus() == TaskRunning {
+			// Wake up for the earliest processing-time timer.
+			if at, ok := t.nextProcTimer(); ok {
+				d := time.Millisecond
+				if w := at - l.now(); w > 0 {
+					l.cmu.Lock()
+					d = max(time.Duration(float64(w)/l.speed), 50*time.Microsecond)
+					l.cmu.Unlock()
+				}
+				if refresh > 0 {
+					d = min(refresh, d)
+				}
+				refresh = d
+			}
 		}
 		if refresh > 0 {
 			if idle == nil {

@@ -56,11 +56,18 @@ type operatorOptions struct {
 	Semantics string
 
 	// alerts
-	Timeout time.Duration
+	Timeout    time.Duration
+	TimeDomain string // TimeDomainEvent or TimeDomainProcessing
 
 	// keyed operators: state time-to-live (nil: none)
 	TTL *state.TTLConfig
 }
+
+// The time domains of the alerts operator's timeout (Flink's TimeDomain).
+const (
+	TimeDomainEvent      = "event"
+	TimeDomainProcessing = "processing"
+)
 
 // ttlOptions are the state TTL options every keyed operator takes (Flink's
 // StateTtlConfig builder: newBuilder(ttl), setUpdateType,
@@ -79,7 +86,7 @@ var knownOptions = map[string][]string{
 	KindBroadcastFilter: {},
 	KindTally:           {},
 	KindSink:            {"semantics"},
-	KindAlerts:          append([]string{"timeout"}, ttlOptions...),
+	KindAlerts:          append([]string{"timeout", "timeDomain"}, ttlOptions...),
 }
 
 // parseOptions reads o.Options for o.Kind, with defaults.
@@ -153,6 +160,10 @@ func parseOptions(o *OperatorSpec) (operatorOptions, error) {
 		opt.Timeout = g.dur("timeout", 10*time.Second)
 		if g.err == nil && opt.Timeout < time.Millisecond {
 			g.fail("timeout", "want at least 1ms (event time is in milliseconds)")
+		}
+		opt.TimeDomain = g.str("timeDomain", TimeDomainEvent)
+		if g.err == nil && opt.TimeDomain != TimeDomainEvent && opt.TimeDomain != TimeDomainProcessing {
+			g.fail("timeDomain", "want event (time out on event time, the default) or processing (time out on the subtask's processing time)")
 		}
 	case KindSink:
 		opt.Semantics = g.str("semantics", SinkExactlyOnce)

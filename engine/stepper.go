@@ -135,6 +135,7 @@ const (
 	candControl
 	candJM
 	candTimer
+	candProcTimer // a chain's processing-time timer is due (proctime.go)
 )
 
 type candidate struct {
@@ -156,6 +157,11 @@ func (s *Stepper) candidates(buf []candidate) []candidate {
 				space := t.hasOutputSpace()
 				if t.src != nil && space && t.src.pollable() && int64(s.clock) >= t.src.nextPoll {
 					buf = append(buf, candidate{kind: candPoll, t: t, seq: t.pollSeq})
+				}
+				if space && t.procTimerDue(s.clock) {
+					// Due since before anything queued now: oldest first
+					// (runtime.fifo) fires it before the rest.
+					buf = append(buf, candidate{kind: candProcTimer, t: t})
 				}
 				if space {
 					for _, ch := range t.inputs {
@@ -211,8 +217,8 @@ func (s *Stepper) dueTimers(buf []candidate) []candidate {
 	return buf
 }
 
-// nextWake is the earliest virtual time something becomes possible: a timer
-// or a rate-limited source.
+// nextWake is the earliest virtual time something becomes possible: a timer,
+// a rate-limited source, or a processing-time timer of a running chain.
 func (s *Stepper) nextWake() (time.Duration, bool) {
 	var at time.Duration
 	ok := false
@@ -224,6 +230,11 @@ func (s *Stepper) nextWake() (time.Duration, bool) {
 			if t.src != nil && !t.dead.Load() && t.getStatus() == TaskRunning && t.src.pollable() && t.hasOutputSpace() {
 				w := time.Duration(t.src.nextPoll)
 				if !ok || w < at {
+					at, ok = w, true
+				}
+			}
+			if !t.dead.Load() && t.chainUp() == nil && t.chainRunning() && t.hasOutputSpace() {
+				if w, has := t.nextProcTimer(); has && (!ok || w < at) {
 					at, ok = w, true
 				}
 			}
@@ -302,6 +313,11 @@ func (s *Stepper) execute(cd candidate) {
 		t.now = s.clock
 		err := t.handleControl(m)
 		s.afterHandle(t, err, costMessage)
+	case candProcTimer:
+		t := cd.t
+		t.now = s.clock
+		err := t.fireProcTimers()
+		s.afterHandle(t, err, costElement)
 	case candJM:
 		m := s.jmq[0]
 		s.jmq = s.jmq[1:]

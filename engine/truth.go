@@ -379,6 +379,11 @@ func (c *core) evalTruth(sink string) truth {
 				out = append(out, Record{Key: k.key, Value: v, Text: windowLabel(k.start, size), Timestamp: k.start + size - 1})
 			}
 		case KindAlerts:
+			if opts.TimeDomain == TimeDomainProcessing {
+				tr.supported = false
+				tr.reason = "processing-time alerts depend on when the records arrive, not on their timestamps"
+				break
+			}
 			// Event time: a key's events sorted by time form sessions
 			// separated by gaps of at least the timeout; each session ends
 			// in one alert at its last event plus the timeout. (Sources
