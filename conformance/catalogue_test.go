@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -257,6 +258,153 @@ func catalogue() []*scenario {
 			slots: 5,
 			check: checkAlerts,
 		},
+		{
+			name: "upgrade-remove-stateful-operator",
+			claim: "A restore into a job without a stateful operator (the tally, with union ListState) is refused with Flink's " +
+				"message naming the operator ID its state is filed under and the --allowNonRestoredState advice " +
+				"(Checkpoints.loadAndValidateCheckpoint); with allowNonRestoredState the job starts and the other operators' " +
+				"state goes on: the same counts and every word count committed exactly once",
+			spec:       upgradeJob(true, "count"),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(23, 40, 3), {}, genLines(24, 40, 3)}},
+			phases: []phase{{},
+				{upgrade: &engine.Command{Change: engine.ChangeRemoveOperator, Operator: "tally"}, job: upgradeJob(false, "count"), refused: true},
+				{upgrade: &engine.Command{Change: engine.ChangeRemoveOperator, Operator: "tally", AllowNonRestoredState: true}, job: upgradeJob(false, "count")}},
+			slots: 5,
+			check: checkUpgradeRemove,
+		},
+		{
+			name: "upgrade-change-uid",
+			claim: "A stateful operator whose uid changed (count: \"count\" -> \"count-v2\") no longer finds its state: the restore is " +
+				"refused with Flink's message naming the old operator ID; with allowNonRestoredState count starts empty and counts " +
+				"from zero again, the same keys and counts on both",
+			spec:       upgradeJob(true, "count"),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(25, 40, 3), {}, genLines(26, 40, 3)}},
+			phases: []phase{{},
+				{upgrade: &engine.Command{Change: engine.ChangeSetUID, Operator: "count", UID: "count-v2"}, job: upgradeJob(true, "count-v2"), refused: true},
+				{upgrade: &engine.Command{Change: engine.ChangeSetUID, Operator: "count", UID: "count-v2", AllowNonRestoredState: true}, job: upgradeJob(true, "count-v2")}},
+			slots: 5,
+			check: checkUpgradeUID,
+		},
+	}
+}
+
+// upgradeJob is the word count with a uid on every operator (count's is
+// countUID) and, withTally, a tally (union ListState) between count and the
+// sink: the job before and after the upgrades, written out for Flink.
+func upgradeJob(withTally bool, countUID string) map[string]any {
+	withUID := func(o map[string]any, uid string) map[string]any {
+		o["uid"] = uid
+		return o
+	}
+	ops := []any{
+		withUID(op("source", "source", 2, nil), "source"),
+		withUID(op("tokenizer", "tokenizer", 2, nil), "tokenizer"),
+		map[string]any{"id": "count", "kind": "count", "parallelism": 2, "maxParallelism": 128, "uid": countUID},
+	}
+	edges := []any{edge("source", "tokenizer", "forward"), edge("tokenizer", "count", "hash")}
+	if withTally {
+		ops = append(ops, withUID(op("tally", "tally", 2, nil), "tally"))
+		edges = append(edges, edge("count", "tally", "forward"), edge("tally", "sink", "rebalance"))
+	} else {
+		edges = append(edges, edge("count", "sink", "rebalance"))
+	}
+	ops = append(ops, withUID(op("sink", "sink", 2, map[string]any{"semantics": "exactly-once"}), "sink"))
+	return map[string]any{"name": "word count with uids", "operators": ops, "edges": edges,
+		"checkpointing": map[string]any{"interval": "100ms"}}
+}
+
+// savepointPointer and the operator ID are what differ between the two
+// refusals: each system's own savepoint path and ID (Flink hashes a uid
+// with murmur3, StateLab with SHA-256; docs/flink-fidelity.md).
+var savepointPointer = regexp.MustCompile(`checkpoint/savepoint (.+?)\. Cannot map`)
+
+// refusal is the sentence of Flink's Checkpoints.loadAndValidateCheckpoint in
+// msg, with the savepoint's path and the operator ID (which must be
+// operatorID, the removed or renamed operator's in the job that took the
+// savepoint) written as placeholders.
+func refusal(msg, operatorID string) string {
+	at := strings.Index(msg, "Failed to rollback")
+	if at < 0 {
+		return ""
+	}
+	msg = msg[at:]
+	if end := strings.Index(msg, "on the CLI."); end >= 0 {
+		msg = msg[:end+len("on the CLI.")]
+	}
+	msg = savepointPointer.ReplaceAllString(msg, "checkpoint/savepoint <savepoint>. Cannot map")
+	if operatorID != "" {
+		msg = strings.ReplaceAll(msg, "operator "+operatorID+" ", "operator <ID of the operator> ")
+	}
+	return msg
+}
+
+// checkUpgradeRefused: the upgrade of phase 1 is refused on both, with the
+// same message about the same operator (op, by its ID on each side).
+func checkUpgradeRefused(j *judge, sl *slResult, fl *trace, op string) {
+	require.GreaterOrEqual(j.t, len(fl.Phases), 3, "Flink ran the job, the refused restore and the one with allowNonRestoredState")
+	p := fl.Phases[1]
+	cause := ""
+	if p.Failure != nil {
+		cause = p.Failure.RootCause
+	}
+	j.t.Logf("Flink's restore without allowNonRestoredState: %s; %s", p.FinalStatus, cause)
+	j.true("Flink refused the restore (the job FAILED)", p.FinalStatus == "FAILED", p.FinalStatus)
+	want := refusal(cause, fl.Phases[0].OperatorIDs[op])
+	j.true("Flink's message names "+op+"'s operator ID and advises --allowNonRestoredState",
+		strings.Contains(want, "<ID of the operator>") && strings.Contains(want, "--allowNonRestoredState"), want)
+	if sl == nil {
+		return
+	}
+	require.GreaterOrEqual(j.t, len(sl.phases), 3, "StateLab ran the job, the refused upgrade and the one with allowNonRestoredState")
+	j.t.Logf("StateLab refused: %s", sl.phases[1].refused)
+	j.equal("the upgrade without allowNonRestoredState is refused", sl.phases[1].refused != "", p.FinalStatus == "FAILED")
+	j.equal("the refusal's message (savepoint path and operator ID as placeholders)",
+		refusal(sl.phases[1].refused, sl.phases[0].operatorIDs[op]), want)
+	// StateLab's sources never end, so its job stays RUNNING where Flink's bounded one FINISHES.
+	ran := false
+	for _, s := range fl.Phases[2].StatusTransitions {
+		ran = ran || s.Status == "RUNNING"
+	}
+	j.equal("the restore with allowNonRestoredState starts", sl.phases[2].refused == "" && sl.phases[2].finalStatus == "RUNNING", ran)
+}
+
+func checkUpgradeRemove(j *judge, sl *slResult, fl *trace) {
+	checkUpgradeRefused(j, sl, fl, "tally")
+	j.true("Flink's count restored keys after the upgrade", len(flinkKeys(&fl.Phases[2], "open", "count")[0]) > 0, flinkKeys(&fl.Phases[2], "open", "count"))
+	if sl != nil {
+		j.equal("keys and counts each count subtask restored without the tally", sl.phases[2].restoredKeys["count"], flinkKeys(&fl.Phases[2], "open", "count"))
+		j.equal("keys and counts each count subtask holds at the end", sl.phases[2].finalKeys["count"], flinkKeys(&fl.Phases[2], "close", "count"))
+	}
+	checkExactOutput(j, sl, fl, wordCountOutput(catalogueLines("upgrade-remove-stateful-operator")...))
+}
+
+func checkUpgradeUID(j *judge, sl *slResult, fl *trace) {
+	checkUpgradeRefused(j, sl, fl, "count")
+	empty := map[int]map[string]int64{0: {}, 1: {}}
+	j.true("Flink's count starts empty under its new uid", jsonOf(flinkKeys(&fl.Phases[2], "open", "count")) == jsonOf(empty), flinkKeys(&fl.Phases[2], "open", "count"))
+	lines := catalogueLines("upgrade-change-uid")
+	// Counted from zero again after the upgrade: phase 0's totals, then phase 2's from 1.
+	want := wordCountOutput(lines[0])
+	for k, v := range wordCountOutput(lines[2]) {
+		want[k] += v
+	}
+	got := committedMultiset(fl, "sink")
+	d, l, u := multisetDiff(got, want)
+	j.true("Flink's committed output counts from zero after the upgrade", d == 0 && l == 0 && u == 0,
+		fmt.Sprintf("%d duplicated, %d lost, %d unexpected of %d", d, l, u, total(want)))
+	if sl == nil {
+		return
+	}
+	j.equal("keys and counts each count subtask restored (none)", sl.phases[2].restoredKeys["count"], flinkKeys(&fl.Phases[2], "open", "count"))
+	j.equal("keys and counts each count subtask holds at the end", sl.phases[2].finalKeys["count"], flinkKeys(&fl.Phases[2], "close", "count"))
+	// StateLab's ground truth counts on over the upgrade; Flink's output,
+	// measured against the same truth, must differ from it the same way.
+	d, l, u = multisetDiff(got, wordCountOutput(lines...))
+	if c := sinkOf(sl, "sink"); c != nil {
+		j.equal("sink output against counts that go on (duplicates, losses, unexpected, committed)",
+			[]int{c.DuplicateRecords, c.LostRecords, len(c.Unexpected), c.Committed}, []int{d, l, u, total(got)})
 	}
 }
 

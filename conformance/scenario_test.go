@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/statelab/statelab/engine"
 )
 
 // scenario is one row of the catalogue: a job, its input, and what happens
@@ -50,8 +52,15 @@ type phase struct {
 	statelabFaults []slFault
 	// awaitFaults: end the phase (stop with savepoint) only after its faults fired and the job recovered
 	awaitFaults bool
-	// refused: the phase's rescale is one both must refuse (StateLab's command fails; Flink's restore fails)
+	// refused: the phase's rescale or upgrade is one both must refuse (StateLab's command fails; Flink's
+	// restore fails). After a refused upgrade the next phase tries the same savepoint again.
 	refused bool
+	// upgrade, when set, starts the phase from a savepoint of the job as it ran (taken once, after the
+	// previous phase) with a changed job: StateLab's upgrade command (Change, Operator, UID,
+	// AllowNonRestoredState; Name and Checkpoint are filled in) and, for Flink, job — the changed job spec
+	// written out by hand — submitted with the savepoint and allowNonRestoredState.
+	upgrade *engine.Command
+	job     map[string]any
 }
 
 // slFault is a StateLab command applied once the task has taken in at least
@@ -140,6 +149,11 @@ func (sc *scenario) flink(dir string) flinkScenario {
 			par[op] = p
 		}
 		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults}
+		if ph.upgrade != nil {
+			fp.Job = sc.withSources(ph.job, false)
+			fp.AllowNonRestoredState = ph.upgrade.AllowNonRestoredState
+			fp.Refused = ph.refused
+		}
 		if i < len(sc.phases)-1 {
 			fp.End = "savepoint"
 			fp.Limits = map[string][]int64{}
@@ -157,7 +171,13 @@ func (sc *scenario) flink(dir string) flinkScenario {
 // set, and for StateLab (withLines) its first phase's lines: StateLab's
 // topic holds them; Flink's source reads them from the input file.
 func (sc *scenario) specWithSources(withLines bool) map[string]any {
-	spec := deepCopy(sc.spec)
+	return sc.withSources(sc.spec, withLines)
+}
+
+// withSources is spec (the scenario's or a phase's changed job) with the
+// scenario's cluster and source partitions (and lines, see specWithSources).
+func (sc *scenario) withSources(job map[string]any, withLines bool) map[string]any {
+	spec := deepCopy(job)
 	// The same cluster on both: Flink's MiniCluster and StateLab's TaskManagers.
 	tms := max(1, sc.taskManagers)
 	spec["cluster"] = map[string]any{"taskManagers": tms, "slotsPerTaskManager": sc.slots}

@@ -31,8 +31,10 @@ type slPhase struct {
 	restarted          []string
 	finalStatus        string
 	checkpoints        engine.CheckpointCounts
-	// refused is the error of a rescale StateLab refused
+	// refused is the error of a rescale or upgrade StateLab refused
 	refused string
+	// operatorIDs: each operator's ID (hex), by operator id, once the phase runs
+	operatorIDs map[string]string
 }
 
 type kgRange struct {
@@ -70,9 +72,33 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			injected[src] = len(sc.lines[src][0])
 		}
 	}
+	var savepoint int64 // the savepoint upgrades start from, taken once
 	for i, ph := range sc.phases {
 		mark := len(events)
 		var p slPhase
+		if i > 0 && ph.upgrade != nil {
+			if savepoint == 0 {
+				before := s.Snapshot().Checkpoints.Counts.Completed
+				if err := s.Do(engine.Command{Name: engine.CmdTriggerSavepoint}); err != nil {
+					return res, fmt.Errorf("phase %d: savepoint: %w", i, err)
+				}
+				if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return sn.Checkpoints.Counts.Completed > before }, stepsPerPhase); err != nil {
+					return res, fmt.Errorf("phase %d: waiting for the savepoint: %w", i, err)
+				}
+				h := s.Snapshot().Checkpoints.History
+				savepoint = h[len(h)-1].ID
+			}
+			cmd := *ph.upgrade
+			cmd.Name, cmd.Checkpoint = engine.CmdUpgrade, savepoint
+			if err := s.Do(cmd); err != nil {
+				if ph.refused {
+					p.refused = err.Error()
+					res.phases = append(res.phases, p)
+					continue
+				}
+				return res, fmt.Errorf("phase %d: upgrade (%s %s): %w", i, cmd.Change, cmd.Operator, err)
+			}
+		}
 		if i > 0 {
 			ops := make([]string, 0, len(ph.rescale))
 			for op := range ph.rescale {
@@ -98,6 +124,10 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			return res, fmt.Errorf("phase %d: waiting for every subtask to run: %w", i, err)
 		}
 		snap := s.Snapshot()
+		p.operatorIDs = map[string]string{}
+		for _, o := range snap.Job.Operators {
+			p.operatorIDs[o.ID] = o.OperatorID
+		}
 		p.keyGroups = keyGroupsOf(&snap)
 		p.restoredKeys = keyedState(t, s, &snap)
 		if i > 0 {

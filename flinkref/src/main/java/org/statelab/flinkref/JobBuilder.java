@@ -21,7 +21,7 @@ import org.apache.flink.util.Collector;
 
 /**
  * Translates a StateLab job spec (engine.JobSpec as JSON) into Flink's DataStream API: one Flink operator per
- * StateLab operator, named and uid'd by its StateLab id, with chaining off so that each is its own
+ * StateLab operator, named by its StateLab id and uid'd by its uid (its id when it has none), with chaining off so that each is its own
  * JobVertex as in StateLab; each edge's partitioner as forward(), rebalance(), keyBy(key) or broadcast().
  */
 final class JobBuilder {
@@ -148,7 +148,7 @@ final class JobBuilder {
             }
             default -> throw new IllegalArgumentException("operator " + id + ": kind " + kind + " is not translated");
         }
-        out.name(id).uid(id).setParallelism(p);
+        out.name(id).uid(op.path("uid").asText(id)).setParallelism(p); // the spec's uid, else its id
         if (maxP > 0 && !restoring) {
             out.setMaxParallelism(maxP);
         }

@@ -229,10 +229,15 @@ final class Runner {
             String restore = null;
             int i = 0;
             for (JsonNode ph : sc.path("phases")) {
-                Map<String, Object> pt = runPhase(i, ph, spec, input, restore);
+                // A phase may run a changed job ("job": an upgrade after the savepoint, as flink run -s submits a
+                // new version of a program), with or without allowNonRestoredState.
+                Map<String, Object> pt = runPhase(i, ph, ph.has("job") ? ph.get("job") : spec, input, restore);
                 phases.add(pt);
-                restore = (String) pt.get("savepoint");
                 i++;
+                if (pt.get("savepoint") == null && ph.path("refused").asBoolean(false)) {
+                    continue; // a restore expected to be refused: the next phase tries the same savepoint
+                }
+                restore = (String) pt.get("savepoint");
                 if (!"FINISHED".equals(pt.get("finalStatus")) && restore == null) {
                     break;
                 }
@@ -283,13 +288,20 @@ final class Runner {
         StreamGraph sg = env.getStreamGraph();
         sg.setJobName(spec.path("name").asText("job"));
         if (restore != null) {
-            sg.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(restore, false));
+            sg.setSavepointRestoreSettings(
+                    SavepointRestoreSettings.forPath(restore, ph.path("allowNonRestoredState").asBoolean(false)));
         }
         JobGraph jg = sg.getJobGraph();
         JobID id = jg.getJobID();
         Map<String, Object> pt = new LinkedHashMap<>();
         pt.put("phase", index);
         pt.put("jobId", id.toHexString());
+        // Each vertex's operator ID (chaining is off: one operator each), which Flink files state under.
+        Map<String, String> operatorIds = new java.util.TreeMap<>();
+        for (org.apache.flink.runtime.jobgraph.JobVertex v : jg.getVertices()) {
+            operatorIds.put(v.getName(), v.getOperatorIDs().get(0).getGeneratedOperatorID().toHexString());
+        }
+        pt.put("operatorIds", operatorIds);
         if (restore != null) {
             pt.put("restoredFrom", restore);
         }
