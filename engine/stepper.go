@@ -433,6 +433,12 @@ func (s *Stepper) RunUntilDrained(maxSteps int) (int, error) {
 // when Pause is called, ctx ends, or nothing more can happen.
 func (s *Stepper) Play(ctx context.Context) error {
 	s.mu.Lock()
+	if err := ctx.Err(); err != nil {
+		// Paused (or cancelled) before this goroutine got to run: the
+		// Stepper stays paused.
+		s.mu.Unlock()
+		return err
+	}
 	s.paused = false
 	s.mu.Unlock()
 	tick := time.NewTicker(16 * time.Millisecond)
@@ -441,6 +447,10 @@ func (s *Stepper) Play(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			// A run that is not playing is paused, whoever ended it.
+			s.mu.Lock()
+			s.paused = true
+			s.mu.Unlock()
 			return ctx.Err()
 		case now := <-tick.C:
 			s.mu.Lock()
