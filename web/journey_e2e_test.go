@@ -668,7 +668,7 @@ const jsBrokenWords = `(() => {
     if (td.offsetParent === null) continue;
     const w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
     for (let node; (node = w.nextNode());) {
-      const re = /[^ ​]+/g;
+      const re = /[^ \u200b]+/g;
       let m;
       while ((m = re.exec(node.textContent))) {
         const r = document.createRange();

@@ -14,7 +14,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/lessons"
 )
+
+// nextNumber is the first lesson number the course leaves free, and mySlug
+// an instructor's lesson numbered with it: the course grows, so the tests
+// take both from it rather than from a number written down once.
+var nextNumber, mySlug = func() (string, string) {
+	c, err := lessons.Default()
+	if err != nil {
+		panic(err)
+	}
+	n := fmt.Sprintf("%02d", len(c.Lessons)+1)
+	return n, n + "-my-lesson"
+}()
 
 // lineOf is the 1-based line of the first line of file that contains s.
 func lineOf(t *testing.T, file, s string) int {
@@ -42,9 +56,9 @@ func edit(t *testing.T, file, old, new string) {
 // break is reported as file:line with what is wrong.
 func TestLessonsNewThenCheckDir(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := run(t, "", "lessons", "new", "--dir", dir, "13-my-lesson")
+	code, out, errs := run(t, "", "lessons", "new", "--dir", dir, mySlug)
 	require.Equal(t, 0, code, errs)
-	lesson := filepath.Join(dir, "13-my-lesson")
+	lesson := filepath.Join(dir, mySlug)
 	for _, f := range []string{"scenario.yaml", "lesson.en.md", "lesson.zh.md"} {
 		assert.FileExists(t, filepath.Join(lesson, f))
 		assert.Contains(t, out, filepath.Join(lesson, f))
@@ -54,17 +68,17 @@ func TestLessonsNewThenCheckDir(t *testing.T) {
 	for _, d := range []string{lesson, dir} {
 		code, out, errs = run(t, "", "lessons", "check", "--dir", d)
 		require.Equal(t, 0, code, out+errs)
-		assert.Contains(t, out, "ok   13-my-lesson\t1 steps")
+		assert.Contains(t, out, "ok   "+mySlug+"\t1 steps")
 		assert.Contains(t, out, "1 passed, 0 failed")
 	}
 
 	// A second scaffold of the same name, a taken number, a bad name.
-	code, _, errs = run(t, "", "lessons", "new", "--dir", dir, "13-my-lesson")
+	code, _, errs = run(t, "", "lessons", "new", "--dir", dir, mySlug)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "exists already")
 	code, _, errs = run(t, "", "lessons", "new", "--dir", dir, "05-mine")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errs, "the number 05 is 05-failure-and-recovery's already; number your lessons from 13")
+	assert.Contains(t, errs, "the number 05 is 05-failure-and-recovery's already; number your lessons from "+nextNumber)
 	code, _, errs = run(t, "", "lessons", "new", "--dir", dir, "my-lesson")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "a lesson folder is named NN-words")
@@ -85,7 +99,7 @@ func TestLessonsNewThenCheckDir(t *testing.T) {
 				return fmt.Sprintf("%s:%d: step type-a-line: check keyed-state", scen, lineOf(t, scen, "equal: 2"))
 			}},
 		{"bad YAML", func(t *testing.T) {
-			edit(t, scen, "  name: 13-my-lesson\n", "  name: 13-my-lesson\n   backend: x: y\n")
+			edit(t, scen, "  name: "+mySlug+"\n", "  name: "+mySlug+"\n   backend: x: y\n")
 		},
 			func(t *testing.T) string {
 				return fmt.Sprintf("%s:%d: cannot read the scenario: yaml: line %d: ", scen, lineOf(t, scen, "backend: x: y"), lineOf(t, scen, "backend: x: y"))
@@ -102,7 +116,7 @@ func TestLessonsNewThenCheckDir(t *testing.T) {
 		}},
 		{"check that holds before its step", func(t *testing.T) { edit(t, scen, check, "all-running: {}") },
 			func(t *testing.T) string {
-				return fmt.Sprintf("%s:%d: FAIL lesson 13-my-lesson, step 1 \"type-a-line\": the check already holds before its step", scen, lineOf(t, scen, "- id: type-a-line"))
+				return fmt.Sprintf("%s:%d: FAIL lesson "+mySlug+", step 1 \"type-a-line\": the check already holds before its step", scen, lineOf(t, scen, "- id: type-a-line"))
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,9 +149,9 @@ func TestLessonsNewThenCheckDir(t *testing.T) {
 // starting, naming file:line.
 func TestServeWithInstructorLessons(t *testing.T) {
 	dir := t.TempDir()
-	code, _, errs := run(t, "", "lessons", "new", "--dir", dir, "13-my-lesson")
+	code, _, errs := run(t, "", "lessons", "new", "--dir", dir, mySlug)
 	require.Equal(t, 0, code, errs)
-	en := filepath.Join(dir, "13-my-lesson", "lesson.en.md")
+	en := filepath.Join(dir, mySlug, "lesson.en.md")
 	edit(t, en, "title: My lesson\n", "title: Counting hellos in class\n")
 	edit(t, en, "## Type a line {step=type-a-line}", "## Say hello twice {step=type-a-line}")
 
@@ -156,7 +170,7 @@ func TestServeWithInstructorLessons(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, url, "stdout: %q stderr: %q", out.String(), errb.String())
-	assert.Contains(t, out.String(), "Added lesson 13-my-lesson (Counting hellos in class)")
+	assert.Contains(t, out.String(), "Added lesson "+mySlug+" (Counting hellos in class)")
 	get := func(path string) string {
 		resp, err := http.Get(url + path)
 		require.NoError(t, err)
@@ -167,8 +181,8 @@ func TestServeWithInstructorLessons(t *testing.T) {
 	}
 	list := get("lessons")
 	assert.Contains(t, list, "Counting hellos in class")
-	assert.Contains(t, list, "/lessons/13-my-lesson")
-	assert.Contains(t, get("lessons/13-my-lesson"), "Say hello twice")
+	assert.Contains(t, list, "/lessons/"+mySlug)
+	assert.Contains(t, get("lessons/"+mySlug), "Say hello twice")
 	cancel()
 	select {
 	case code := <-done:
@@ -178,7 +192,7 @@ func TestServeWithInstructorLessons(t *testing.T) {
 	}
 
 	// A defect: the server does not start, and says where.
-	scen := filepath.Join(dir, "13-my-lesson", "scenario.yaml")
+	scen := filepath.Join(dir, mySlug, "scenario.yaml")
 	edit(t, scen, "keyed-state:", "keyed-stat:")
 	code, _, errs = run(t, "", "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--lessons", dir)
 	assert.Equal(t, 2, code)
