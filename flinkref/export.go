@@ -19,11 +19,25 @@ import (
 // A job whose sources hold more than maxRecords records, or whose source
 // keeps its offsets in union list state (Flink's FLIP-27 sources keep splits
 // split-distributed, so there is no equivalent), is refused with the reason.
+// So is an alerts operator that times out on processing time (timeDomain:
+// processing): the exported sources are bounded and read as fast as Flink
+// can, and when a bounded input ends Flink quiesces each operator's
+// ProcessingTimeService before it finishes (StreamOperatorWrapper,
+// FLINK-14231), so pending processing-time timers never fire and the
+// exported job would commit none of the alerts still waiting.
 func Export(spec *engine.JobSpec, maxRecords int, put func(path string, data []byte) error) error {
 	for _, o := range spec.Operators {
 		if o.Kind == engine.KindSource {
 			if m, _ := o.Options["offsets"].(string); m == engine.OffsetsUnion {
 				return fmt.Errorf("source %s keeps its offsets in union list state; Flink's FLIP-27 sources keep splits split-distributed, so the export has no equivalent", o.ID)
+			}
+		}
+		if o.Kind == engine.KindAlerts {
+			if d, _ := o.Options["timeDomain"].(string); d == engine.TimeDomainProcessing {
+				return fmt.Errorf("alerts operator %s times out on processing time (timeDomain: processing), which the export does not support: "+
+					"the exported job reads its input as a bounded source, as fast as Flink can, and Flink drops pending processing-time timers when a bounded input ends "+
+					"(it quiesces the operator's ProcessingTimeService before finishing it), so the alerts still waiting would never fire; "+
+					"export the job with timeDomain: event (the default), whose timers the final watermark fires", o.ID)
 			}
 		}
 	}

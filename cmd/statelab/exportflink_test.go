@@ -35,6 +35,42 @@ func TestExportFlinkRefusesBadFlags(t *testing.T) {
 	}
 }
 
+// TestExportFlinkRefusesProcessingTimeAlerts: an alerts job that times out
+// on processing time is refused with the reason (the exported job would run
+// on a bounded input whose end drops Flink's pending processing-time timers),
+// and nothing is written; the same job on event time exports.
+func TestExportFlinkRefusesProcessingTimeAlerts(t *testing.T) {
+	spec := func(domain string) string {
+		return `{"name": "silence-alerts", "seed": 1,
+  "operators": [
+    {"id": "source", "kind": "source", "parallelism": 2, "options": {"partitions": 2, "generator": "words", "records": 50, "keys": 5, "wordsPerLine": 1}},
+    {"id": "alerts", "kind": "alerts", "parallelism": 2, "options": {"timeout": "200ms", "timeDomain": "` + domain + `"}},
+    {"id": "sink", "kind": "sink", "parallelism": 1}],
+  "edges": [
+    {"from": "source", "to": "alerts", "partitioner": "hash"},
+    {"from": "alerts", "to": "sink", "partitioner": "rebalance"}]}`
+	}
+	for _, domain := range []string{"processing", "event"} {
+		file := filepath.Join(t.TempDir(), "job.json")
+		require.NoError(t, os.WriteFile(file, []byte(spec(domain)), 0o644))
+		dir := filepath.Join(t.TempDir(), "out")
+		var out, errb bytes.Buffer
+		code := runExportFlink(context.Background(), []string{"--spec", file, "--out", dir}, IO{Out: &out, Err: &errb})
+		if domain == "event" {
+			require.Equal(t, exitOK, code, errb.String())
+			b, err := os.ReadFile(filepath.Join(dir, "job.json"))
+			require.NoError(t, err)
+			require.Contains(t, string(b), `"timeDomain": "event"`)
+			continue
+		}
+		require.Equal(t, exitFail, code, "a processing-time alerts job was exported: %s", out.String())
+		for _, want := range []string{"alerts operator alerts", "timeDomain: processing", "processing-time timers", "bounded input ends", "timeDomain: event"} {
+			require.Contains(t, errb.String(), want)
+		}
+		require.NoFileExists(t, filepath.Join(dir, "job.json"))
+	}
+}
+
 // TestExportFlinkRunsOnFlink exports lesson 05's job (click counts in
 // 15-second event-time windows, an exactly-once sink), builds the project
 // with Maven, runs it on a local Flink MiniCluster and checks that Flink

@@ -136,8 +136,17 @@ final class JobBuilder {
                         .aggregate(new CountAgg(), new WindowLabel(size), Types.LONG, Types.LONG, REC);
             }
             case "tally" -> out = input.map(new Ops.Tally(id), REC);
-            case "alerts" -> out = input.keyBy(r -> r.key, Types.STRING)
-                    .process(new Ops.Alerts(id, Specs.millis(opts.path("timeout"), 10000), ttlConfig(opts)), REC);
+            case "alerts" -> {
+                // Ops.Alerts times out on event time only. StateLab's timeDomain: processing is refused rather
+                // than run on event time: on the bounded input flinkref reads, Flink quiesces the
+                // ProcessingTimeService when the input ends, so pending processing-time timers would not fire.
+                if (!"event".equals(opts.path("timeDomain").asText("event"))) {
+                    throw new IllegalArgumentException("operator " + id + ": alerts with timeDomain "
+                            + opts.path("timeDomain").asText() + " is not translated (only event time is)");
+                }
+                out = input.keyBy(r -> r.key, Types.STRING)
+                        .process(new Ops.Alerts(id, Specs.millis(opts.path("timeout"), 10000), ttlConfig(opts)), REC);
+            }
             case "broadcast-filter" -> out = input.connect(broadcastIn.broadcast(Ops.BroadcastFilter.RULES))
                     .process(new Ops.BroadcastFilter(id), REC);
             case "sink" -> {
