@@ -104,7 +104,7 @@ const (
 	KindWindowCount     = "window-count"     // keyed tumbling event-time window count
 	KindBroadcastFilter = "broadcast-filter" // rules in BroadcastState
 	KindTally           = "tally"            // per-subtask tallies in union ListState
-	KindAlerts          = "alerts"           // KeyedProcessFunction: alert when a key is silent for a timeout (event-time timers)
+	KindAlerts          = "alerts"           // KeyedProcessFunction: alert when a key is silent for a timeout (event-time timers, or processing-time ones with timeDomain: processing)
 	KindSink            = "sink"             // at-least-once or two-phase-commit sink
 )
 

@@ -42,6 +42,9 @@ type SandboxSettings struct {
 	Failure FailureSettings
 	// TTL is the keyed operators' state time-to-live (ttl.go).
 	TTL TTLSettings
+	// TimeDomain is the alerts operator's timeDomain, "" for its default
+	// (timedomain.go).
+	TimeDomain string
 }
 
 // Build returns the job spec of t with s applied, validated by the engine.
@@ -54,6 +57,7 @@ func (t *JobTemplate) Build(s SandboxSettings) (*engine.JobSpec, error) {
 	spec.Cluster.SlotsPerTaskManager = s.Slots
 	s.Failure.apply(spec)
 	s.TTL.apply(spec)
+	applyTimeDomain(spec, s.TimeDomain)
 	for i := range spec.Operators {
 		o := &spec.Operators[i]
 		if p, ok := s.Parallelism[o.ID]; ok {
@@ -314,6 +318,9 @@ func parseSettings(t *JobTemplate, q url.Values, lim Limits) (SandboxSettings, e
 		return s, err
 	}
 	if err := parseTTLSettings(q, &s.TTL); err != nil {
+		return s, err
+	}
+	if err := parseTimeDomain(t, q, &s); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -117,8 +117,16 @@ func (srv *Server) handleSandbox(w http.ResponseWriter, r *http.Request) {
 			card.Parallelism = append(card.Parallelism, pages.OperatorSetting{Operator: op, Value: t.Defaults.Parallelism[op]})
 		}
 		spec := t.build(t.Defaults)
+		keyed := false
 		for _, o := range spec.Operators {
 			card.Diagram = append(card.Diagram, o.ID)
+			keyed = keyed || keyedKind(o.Kind)
+		}
+		if keyed {
+			f.KeyedTemplates = strings.TrimSpace(f.KeyedTemplates + " " + t.ID)
+		}
+		if hasAlerts(spec) {
+			f.TimerTemplates = strings.TrimSpace(f.TimerTemplates + " " + t.ID)
 		}
 		f.Templates = append(f.Templates, card)
 	}

@@ -79,6 +79,7 @@ func settingsFromSpec(t *JobTemplate, spec *engine.JobSpec) (url.Values, error) 
 	q.Set("driver", DriverStepper)
 	failureSettingsFromSpec(q, spec)
 	ttlSettingsFromSpec(q, spec)
+	timeDomainFromSpec(q, spec)
 	for _, o := range spec.Operators {
 		for _, id := range t.Tunable {
 			if o.ID == id {

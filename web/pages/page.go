@@ -63,6 +63,11 @@ type SandboxForm struct {
 	Keys         int
 	Driver       string
 	Sink         string
+	// KeyedTemplates and TimerTemplates list, space-separated, the
+	// templates whose jobs keep keyed state (the state TTL fields) and
+	// have an alerts operator (the time domain field).
+	KeyedTemplates string
+	TimerTemplates string
 }
 
 // Workspace is the live view of one session.
