@@ -118,11 +118,21 @@ func TestCommandsAckErrorAndTheConnectionSurvives(t *testing.T) {
 	send(t, c, `{"type":"command","id":"c1","name":"rescale","args":{"operator":"count","parallelism":3}}`)
 	assert.Equal(t, msg{"type": "ack", "id": "c1"}, reply(t, c, "c1"))
 
+	// Above the max parallelism: the engine sees it (and refuses it, as the
+	// real one does, logging the refusal a lesson's check reads); the reply
+	// is the protocol's, which names the range to choose from.
+	eng.mu.Lock()
+	eng.applyErr = fmt.Errorf("%w: parallelism 200 is above max parallelism 128", engine.ErrRescale)
+	eng.mu.Unlock()
 	send(t, c, `{"type":"command","id":"c2","name":"rescale","args":{"operator":"count","parallelism":200}}`)
 	e := reply(t, c, "c2")
 	assert.Equal(t, "error", e["type"])
 	assert.Equal(t, CodeBadArgs, e["code"])
 	assert.Contains(t, e["message"], "above the max parallelism 128")
+	assert.Contains(t, e["message"], "choose 1 to 128")
+	eng.mu.Lock()
+	eng.applyErr = nil
+	eng.mu.Unlock()
 
 	send(t, c, `{"type":"command","id":"c3","name":"frobnicate"}`)
 	e = reply(t, c, "c3")
@@ -156,10 +166,11 @@ func TestCommandsAckErrorAndTheConnectionSurvives(t *testing.T) {
 	assert.Equal(t, "ack", reply(t, c, "c6")["type"])
 
 	got := eng.commands()
-	require.Len(t, got, 4)
+	require.Len(t, got, 5)
 	assert.Equal(t, Command{Name: "rescale", Operator: "count", Parallelism: 3}, got[0])
-	assert.Equal(t, Command{Name: "crash-subtask", Operator: "count", Index: 1}, got[2])
-	assert.Equal(t, "trigger-checkpoint", got[3].Name)
+	assert.Equal(t, Command{Name: "rescale", Operator: "count", Parallelism: 200}, got[1])
+	assert.Equal(t, Command{Name: "crash-subtask", Operator: "count", Index: 1}, got[3])
+	assert.Equal(t, "trigger-checkpoint", got[4].Name)
 
 	// snapshot: a snapshot message, then the ack.
 	send(t, c, `{"type":"command","id":"c7","name":"snapshot"}`)

@@ -361,16 +361,29 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 		return s.lessonCommand(c, cmd)
 	default:
 		snap := eng.Snapshot()
-		if pe := checkAgainstJob(cmd, &snap); pe != nil {
+		pe := checkAgainstJob(cmd, &snap)
+		// A rescale above the operator's max parallelism goes on to the
+		// engine, which refuses it with Flink's reason and logs the refusal
+		// (a lesson's command-refused check reads it, a replay repeats it);
+		// the reply is the protocol's, which names the range to choose.
+		aboveMax := pe != nil && rescaleAboveMaxParallelism(cmd, &snap)
+		if pe != nil && !aboveMax {
 			return pe
 		}
-		if pe := s.srv.cfg.Limits.checkCommand(cmd, &snap); pe != nil {
+		if aboveMax {
+			if engineCommandNames[cmd.Name] && len(snap.Commands) >= s.srv.cfg.Limits.Commands {
+				return pe
+			}
+		} else if pe := s.srv.cfg.Limits.checkCommand(cmd, &snap); pe != nil {
 			return pe
 		}
 		if s.lesson != nil {
 			err = s.lesson.apply(s.ctx, eng, cmd, &snap)
 		} else {
 			err = eng.Apply(s.ctx, *cmd)
+		}
+		if aboveMax && err != nil {
+			return pe
 		}
 	}
 	if err != nil {
@@ -380,6 +393,21 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 		s.requestSnapshot() // playing / speed / step show in the controls
 	}
 	return nil
+}
+
+// rescaleAboveMaxParallelism reports whether cmd rescales an operator of the
+// job to more subtasks than its max parallelism (Flink refuses it: a subtask
+// needs at least one key group).
+func rescaleAboveMaxParallelism(cmd *Command, snap *engine.Snapshot) bool {
+	if cmd.Name != CmdRescale {
+		return false
+	}
+	for i := range snap.Job.Operators {
+		if op := &snap.Job.Operators[i]; op.ID == cmd.Operator {
+			return cmd.Parallelism > op.MaxParallelism
+		}
+	}
+	return false
 }
 
 // reset starts the job again from its template, with a new seed or driver
