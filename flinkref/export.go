@@ -19,25 +19,16 @@ import (
 // A job whose sources hold more than maxRecords records, or whose source
 // keeps its offsets in union list state (Flink's FLIP-27 sources keep splits
 // split-distributed, so there is no equivalent), is refused with the reason.
-// So is an alerts operator that times out on processing time (timeDomain:
-// processing): the exported sources are bounded and read as fast as Flink
-// can, and when a bounded input ends Flink quiesces each operator's
-// ProcessingTimeService before it finishes (StreamOperatorWrapper,
-// FLINK-14231), so pending processing-time timers never fire and the
-// exported job would commit none of the alerts still waiting.
+// An alerts operator that times out on processing time (timeDomain:
+// processing) runs as Flink's processing-time CountWithTimeoutFunction; its
+// sources then wait before they end their input (JobBuilder.procTimeLinger),
+// since Flink drops processing-time timers still pending when a bounded
+// input ends.
 func Export(spec *engine.JobSpec, maxRecords int, put func(path string, data []byte) error) error {
 	for _, o := range spec.Operators {
 		if o.Kind == engine.KindSource {
 			if m, _ := o.Options["offsets"].(string); m == engine.OffsetsUnion {
 				return fmt.Errorf("source %s keeps its offsets in union list state; Flink's FLIP-27 sources keep splits split-distributed, so the export has no equivalent", o.ID)
-			}
-		}
-		if o.Kind == engine.KindAlerts {
-			if d, _ := o.Options["timeDomain"].(string); d == engine.TimeDomainProcessing {
-				return fmt.Errorf("alerts operator %s times out on processing time (timeDomain: processing), which the export does not support: "+
-					"the exported job reads its input as a bounded source, as fast as Flink can, and Flink drops pending processing-time timers when a bounded input ends "+
-					"(it quiesces the operator's ProcessingTimeService before finishing it), so the alerts still waiting would never fire; "+
-					"export the job with timeDomain: event (the default), whose timers the final watermark fires", o.ID)
 			}
 		}
 	}
@@ -116,7 +107,7 @@ tests run against Flink: the partitioned source is a FLIP-27 Source whose splits
 operators keep ValueState, the exactly-once sink commits in two phases on checkpoints. Each sink appends what
 it commits to output/SINK.jsonl. A source's options.rate is not exported: Flink reads as fast as it can,
 which changes when results appear, not what they are. Lines typed into a StateLab source are not part of the
-input either: input.json holds the records the job's generators write.
+input either: input.json holds the records the job's generators write.%s
 
 ## Build
 
@@ -139,7 +130,7 @@ against 1.20.5.
 
 A job this small finishes in seconds; to watch it run, keep its web UI open (the cluster's REST port, 8081 by
 default) and attach StateLab to it: statelab attach --flink http://localhost:8081.
-`, spec.Name, spec.Name, strings.Join(ops, ", "), records, Version, Version)
+`, spec.Name, spec.Name, strings.Join(ops, ", "), records, procTimeNote(spec), Version, Version)
 }
 
 // Version is the Flink version flinkref's pom.xml pins.
@@ -153,3 +144,19 @@ var Version = func() string {
 	}
 	return s[i+len("<flink.version>") : j]
 }()
+
+// procTimeNote is the README's paragraph on processing-time alerts, or "".
+func procTimeNote(spec *engine.JobSpec) string {
+	for _, o := range spec.Operators {
+		if d, _ := o.Options["timeDomain"].(string); o.Kind == engine.KindAlerts && d == engine.TimeDomainProcessing {
+			return `
+
+An alerts operator here times out on processing time (timeDomain: processing): Flink's processing-time
+CountWithTimeoutFunction, whose alerts depend on when records arrive, so they differ from StateLab's run (each
+event still ends in exactly one alert). Its timers run on the TaskManagers' wall clock, and Flink drops
+processing-time timers still pending when a bounded input ends, so each source waits twice the longest timeout
+plus 5 s after reading its input before it ends it.`
+		}
+	}
+	return ""
+}

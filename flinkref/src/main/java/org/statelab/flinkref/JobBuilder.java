@@ -116,7 +116,7 @@ final class JobBuilder {
         switch (kind) {
             case "source" -> {
                 int partitions = opts.path("partitions").asInt(p);
-                out = env.fromSource(new PartitionSource(id, inputFile, partitions),
+                out = env.fromSource(new PartitionSource(id, inputFile, partitions, procTimeLinger(ops)),
                         WatermarkStrategy.<Rec>forMonotonousTimestamps().withTimestampAssigner((r, t) -> r.ts), id,
                         REC);
             }
@@ -137,15 +137,17 @@ final class JobBuilder {
             }
             case "tally" -> out = input.map(new Ops.Tally(id), REC);
             case "alerts" -> {
-                // Ops.Alerts times out on event time only. StateLab's timeDomain: processing is refused rather
-                // than run on event time: on the bounded input flinkref reads, Flink quiesces the
-                // ProcessingTimeService when the input ends, so pending processing-time timers would not fire.
-                if (!"event".equals(opts.path("timeDomain").asText("event"))) {
-                    throw new IllegalArgumentException("operator " + id + ": alerts with timeDomain "
-                            + opts.path("timeDomain").asText() + " is not translated (only event time is)");
-                }
-                out = input.keyBy(r -> r.key, Types.STRING)
-                        .process(new Ops.Alerts(id, Specs.millis(opts.path("timeout"), 10000), ttlConfig(opts)), REC);
+                long timeout = Specs.millis(opts.path("timeout"), 10000);
+                String domain = opts.path("timeDomain").asText("event");
+                out = switch (domain) {
+                    case "event" -> input.keyBy(r -> r.key, Types.STRING)
+                            .process(new Ops.Alerts(id, timeout, ttlConfig(opts)), REC);
+                    // The sources linger (procTimeLinger) so that the pending timers fire before the input ends.
+                    case "processing" -> input.keyBy(r -> r.key, Types.STRING)
+                            .process(new Ops.ProcAlerts(id, timeout, ttlConfig(opts)), REC);
+                    default -> throw new IllegalArgumentException("operator " + id + ": alerts with timeDomain "
+                            + domain + " is not translated (want event or processing)");
+                };
             }
             case "broadcast-filter" -> out = input.connect(broadcastIn.broadcast(Ops.BroadcastFilter.RULES))
                     .process(new Ops.BroadcastFilter(id), REC);
@@ -164,6 +166,24 @@ final class JobBuilder {
         @SuppressWarnings("unchecked")
         DataStream<Rec> r = "sink".equals(kind) ? null : (DataStream<Rec>) out;
         return r; // a sink has no output stream: null marks it built
+    }
+
+    /**
+     * How long a source waits, after reading its input to the end, before it ends it: 0 unless an alerts operator
+     * times out on processing time, then twice its longest timeout plus 5 s. Flink drops processing-time timers
+     * still pending when a bounded input ends (StreamOperatorWrapper quiesces the ProcessingTimeService), and
+     * flinkref reads the input as fast as it can, so without the wait every alert still pending would be lost;
+     * StateLab's engine fires them (its clock moves on when nothing else can happen).
+     */
+    static long procTimeLinger(Map<String, JsonNode> ops) {
+        long max = 0;
+        for (JsonNode o : ops.values()) {
+            JsonNode opts = o.path("options");
+            if ("alerts".equals(o.path("kind").asText()) && "processing".equals(opts.path("timeDomain").asText())) {
+                max = Math.max(max, Specs.millis(opts.path("timeout"), 10000));
+            }
+        }
+        return max == 0 ? 0 : 2 * max + 5000;
     }
 
     /**

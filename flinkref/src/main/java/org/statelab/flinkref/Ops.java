@@ -309,6 +309,67 @@ final class Ops {
     }
 
     /**
+     * alerts with timeDomain: processing (StateLab's engine/keyedprocess.go processProcTime): the processing-time
+     * CountWithTimeoutFunction of Flink's documentation. Each event counts into the key's session ("count"),
+     * sets "last" to the current processing time and moves the key's processing-time timer to last + timeout
+     * (the previous one deleted, as StateLab does); the timer at last + timeout alerts (key, count) and clears
+     * the key. The alert's timestamp is the timer's, a processing time.
+     */
+    static final class ProcAlerts extends KeyedProcessFunction<String, Rec, Rec> {
+        private final String id;
+        private final long timeout;
+        private final StateTtlConfig ttl;
+        private transient ValueState<Long> last;
+        private transient ValueState<Long> count;
+        private transient String task;
+
+        ProcAlerts(String id, long timeout, StateTtlConfig ttl) {
+            this.id = id;
+            this.timeout = timeout;
+            this.ttl = ttl;
+        }
+
+        @Override
+        public void open(OpenContext ctx) {
+            task = id + "#" + getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            ValueStateDescriptor<Long> l = new ValueStateDescriptor<>("last", Types.LONG);
+            ValueStateDescriptor<Long> c = new ValueStateDescriptor<>("count", Types.LONG);
+            if (ttl != null) {
+                l.enableTimeToLive(ttl);
+                c.enableTimeToLive(ttl);
+            }
+            last = getRuntimeContext().getState(l);
+            count = getRuntimeContext().getState(c);
+        }
+
+        @Override
+        public void processElement(Rec r, Context ctx, Collector<Rec> out) throws Exception {
+            Faults.record(task);
+            long now = ctx.timerService().currentProcessingTime();
+            Long l = last.value();
+            if (l != null && l != now) {
+                ctx.timerService().deleteProcessingTimeTimer(l + timeout);
+            }
+            Long c = count.value();
+            last.update(now);
+            count.update((c == null ? 0 : c) + 1);
+            ctx.timerService().registerProcessingTimeTimer(now + timeout);
+        }
+
+        @Override
+        public void onTimer(long ts, OnTimerContext ctx, Collector<Rec> out) throws Exception {
+            Long l = last.value();
+            if (l != null && ts == l + timeout) {
+                Long c = count.value();
+                out.collect(new Rec(ctx.getCurrentKey(), c == null ? 0 : c,
+                        "no event for " + Specs.goDuration(timeout) + " after " + Specs.goDuration(l), ts));
+                last.clear();
+                count.clear();
+            }
+        }
+    }
+
+    /**
      * tally: forwards records and keeps this subtask's count in union ListState "tallies"; after a restore
      * every subtask receives every old subtask's entry (Flink's getUnionListState).
      */

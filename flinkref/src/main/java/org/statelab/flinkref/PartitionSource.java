@@ -51,11 +51,23 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
     private final String id;
     private final String inputFile;
     private final int partitions;
+    private final long lingerMillis;
 
     PartitionSource(String id, String inputFile, int partitions) {
+        this(id, inputFile, partitions, 0);
+    }
+
+    /**
+     * lingerMillis: a reader that has read its splits to their end waits this long (wall-clock) before it ends
+     * its input. A job with processing-time timers needs it: when a bounded input ends, Flink quiesces each
+     * operator's ProcessingTimeService before finishing it (StreamOperatorWrapper), so timers still pending
+     * then never fire. While the reader lingers the job runs as on an idle unbounded source.
+     */
+    PartitionSource(String id, String inputFile, int partitions, long lingerMillis) {
         this.id = id;
         this.inputFile = inputFile;
         this.partitions = partitions;
+        this.lingerMillis = lingerMillis;
     }
 
     @Override
@@ -89,7 +101,7 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
 
     @Override
     public SourceReader<Rec, Split> createReader(SourceReaderContext ctx) {
-        return new Reader(id, inputFile, ctx);
+        return new Reader(id, inputFile, ctx, lingerMillis);
     }
 
     /** A partition and the next offset to read. */
@@ -184,12 +196,15 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
         private boolean started;
         private boolean noMoreSplits;
         private int next;
+        private final long lingerMillis;
+        private long doneAt = -1; // when the splits were read to their end (lingering), -1 before
 
-        Reader(String id, String inputFile, SourceReaderContext ctx) {
+        Reader(String id, String inputFile, SourceReaderContext ctx, long lingerMillis) {
             this.id = id;
             this.inputFile = inputFile;
             this.ctx = ctx;
             this.task = id + "#" + ctx.getIndexOfSubtask();
+            this.lingerMillis = lingerMillis;
         }
 
         @Override
@@ -259,6 +274,15 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
                 }
             }
             if (noMoreSplits && allDone && lim == null) {
+                if (lingerMillis > 0) {
+                    long now = System.currentTimeMillis();
+                    if (doneAt < 0) {
+                        doneAt = now;
+                    }
+                    if (now - doneAt < lingerMillis) {
+                        return InputStatus.NOTHING_AVAILABLE;
+                    }
+                }
                 return InputStatus.END_OF_INPUT;
             }
             return InputStatus.NOTHING_AVAILABLE;
