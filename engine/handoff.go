@@ -52,6 +52,7 @@ func (s *Stepper) ToLive(ctx context.Context) (*Live, error) {
 	l.started = true
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	l.realBase = time.Now()
+	l.publishClock()
 	l.wg.Add(3)
 	go l.jobManagerLoop()
 	go l.timerLoop()

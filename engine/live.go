@@ -43,6 +43,11 @@ type Live struct {
 	speed    float64
 	paused   bool
 	pauseC   chan struct{} // closed while running, replaced while paused
+	// clk is a read-only copy of the five fields above, replaced (under
+	// cmu) by every change to them: each subtask reads the clock and the
+	// pause gate on every loop, and one shared mutex there made the
+	// subtasks of a parallel job wait for each other (issue 22).
+	clk atomic.Pointer[liveClock]
 
 	tmu    sync.Mutex
 	timers timerQueue
@@ -87,6 +92,7 @@ func (l *Live) Start(ctx context.Context) error {
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	l.cmu.Lock()
 	l.realBase = time.Now()
+	l.publishClock()
 	l.cmu.Unlock()
 	l.wg.Add(3)
 	go l.jobManagerLoop()
@@ -98,14 +104,39 @@ func (l *Live) Start(ctx context.Context) error {
 
 // --- clock -----------------------------------------------------------------
 
-func (l *Live) now() time.Duration {
+// liveClock is one published state of the Live clock (Live.clk).
+type liveClock struct {
+	base     time.Duration
+	realBase time.Time
+	speed    float64
+	paused   bool
+	pauseC   chan struct{}
+}
+
+func (c *liveClock) now() time.Duration {
+	if c.paused || c.realBase.IsZero() {
+		return c.base
+	}
+	return c.base + time.Duration(float64(time.Since(c.realBase))*c.speed)
+}
+
+// publishClock makes the clock fields readable without cmu; the caller
+// holds cmu (or owns l before any goroutine of it runs).
+func (l *Live) publishClock() {
+	l.clk.Store(&liveClock{base: l.base, realBase: l.realBase, speed: l.speed, paused: l.paused, pauseC: l.pauseC})
+}
+
+// clock is the current published clock.
+func (l *Live) clock() *liveClock {
+	if c := l.clk.Load(); c != nil {
+		return c
+	}
 	l.cmu.Lock()
 	defer l.cmu.Unlock()
-	if l.paused || l.realBase.IsZero() {
-		return l.base
-	}
-	return l.base + time.Duration(float64(time.Since(l.realBase))*l.speed)
+	return &liveClock{base: l.base, realBase: l.realBase, speed: l.speed, paused: l.paused, pauseC: l.pauseC}
 }
+
+func (l *Live) now() time.Duration { return l.clock().now() }
 
 // SetSpeed sets how many virtual seconds pass per real second: timers
 // (checkpoint interval, restart delay) and rate-limited sources follow it.
@@ -119,6 +150,7 @@ func (l *Live) SetSpeed(f float64) error {
 		l.realBase = time.Now()
 	}
 	l.speed = f
+	l.publishClock()
 	l.cmu.Unlock()
 	poke(l.twake)
 	return nil
@@ -136,6 +168,7 @@ func (l *Live) Pause() {
 	}
 	l.paused = true
 	l.pauseC = make(chan struct{})
+	l.publishClock()
 }
 
 // Resume undoes Pause.
@@ -148,14 +181,11 @@ func (l *Live) Resume() {
 	l.paused = false
 	l.realBase = time.Now()
 	close(l.pauseC)
+	l.publishClock()
 	poke(l.twake)
 }
 
-func (l *Live) gate() <-chan struct{} {
-	l.cmu.Lock()
-	defer l.cmu.Unlock()
-	return l.pauseC
-}
+func (l *Live) gate() <-chan struct{} { return l.clock().pauseC }
 
 func poke(c chan struct{}) {
 	select {
@@ -246,9 +276,8 @@ func (l *Live) timerLoop() {
 			l.enqueue(tm.tm)
 		}
 		if len(l.timers) > 0 {
-			l.cmu.Lock()
-			paused, speed := l.paused, l.speed
-			l.cmu.Unlock()
+			clk := l.clock()
+			paused, speed := clk.paused, clk.speed
 			if !paused {
 				wait = time.Duration(float64(l.timers[0].at-now) / speed)
 			}
@@ -389,6 +418,10 @@ func (l *Live) wake(t *subtask) {
 const (
 	figuresEvery     = 250 * time.Millisecond
 	figuresIdleEvery = 20 * time.Millisecond
+	// idleSlack is how much later than needed an armed idle timer may
+	// fire and still be kept (runTask); one that fires earlier than
+	// needed is kept too: it only costs one more turn of the loop.
+	idleSlack = 50 * time.Microsecond
 )
 
 // figuresDue publishes a Live subtask's figures when due: every
@@ -427,6 +460,13 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 	defer l.exWG.Done()
 	rr := 0
 	var idle *time.Timer
+	// idleAt is when the armed idle timer fires (UnixNano), 0 when it is
+	// not armed. A subtask that runs out of input waits with the same
+	// deadline many times a second (its next figures publication), and
+	// re-arming a runtime timer each time made the subtasks of a parallel
+	// job queue on the runtime's timer locks (mutex profile, issue 22):
+	// the armed timer is kept when it fires no later than needed.
+	var idleAt int64
 	defer func() {
 		if idle != nil {
 			idle.Stop()
@@ -522,9 +562,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 		if t.src != nil && t.getStatus() == TaskRunning && t.src.pollable() {
 			d := 2 * time.Millisecond
 			if w := time.Duration(t.src.nextPoll) - l.now(); w > 0 {
-				l.cmu.Lock()
-				d = time.Duration(float64(w) / l.speed)
-				l.cmu.Unlock()
+				d = time.Duration(float64(w) / l.clock().speed)
 			}
 			if refresh > 0 {
 				d = min(refresh, d)
@@ -536,9 +574,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			if at, ok := t.nextProcTimer(); ok {
 				d := time.Millisecond
 				if w := at - l.now(); w > 0 {
-					l.cmu.Lock()
-					d = max(time.Duration(float64(w)/l.speed), 50*time.Microsecond)
-					l.cmu.Unlock()
+					d = max(time.Duration(float64(w)/l.clock().speed), 50*time.Microsecond)
 				}
 				if refresh > 0 {
 					d = min(refresh, d)
@@ -547,10 +583,17 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			}
 		}
 		if refresh > 0 {
-			if idle == nil {
+			now := time.Now().UnixNano()
+			at := now + int64(refresh)
+			switch {
+			case idle == nil:
 				idle = time.NewTimer(refresh)
-			} else {
+				idleAt = at
+			case idleAt > now && idleAt <= at+int64(idleSlack):
+				// Armed for this deadline (or just before it) already.
+			default:
 				idle.Reset(refresh)
+				idleAt = at
 			}
 			tc = idle.C
 		}
@@ -559,6 +602,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			return
 		case <-t.wakeC:
 		case <-tc:
+			idleAt = 0
 		}
 	}
 }
