@@ -243,7 +243,7 @@ func TestJourneyPhoneAndLaptop(t *testing.T) {
 	j := newJourney(b, "phone-laptop")
 	room, err := b.srv.CreateClassroom(ClassroomRequest{Template: "wordcount"}, b.url)
 	require.NoError(t, err)
-	pagesToVisit := []string{"/", "/sandbox", "/sandbox/live?template=wordcount&seed=1", "/lessons", "/glossary",
+	pagesToVisit := []string{"/", "/sandbox", "/sandbox/live?template=wordcount&seed=1", "/lessons", "/course", "/teaching", "/glossary",
 		"/classroom", "/join", "/join/" + room.Code, strings.TrimPrefix(room.PresenterURL, b.url), "/attach", "/performance"}
 	if resp, err := http.Get(b.url + "/savepoint"); err == nil {
 		resp.Body.Close()

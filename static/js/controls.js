@@ -1,7 +1,7 @@
 // The toolbar, keyboard shortcuts and the help overlay. Every control is a
 // real <button>; every shortcut has a button doing the same.
 
-import { $ } from './dom.js';
+import { $, h } from './dom.js';
 import { t } from './i18n.js';
 
 const SPEEDS = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64];
@@ -37,12 +37,23 @@ export class Controls {
     $('btn-savepoint').addEventListener('click', () => fire(this.send('trigger-savepoint').then(() => toast(t('toast.savepoint')))));
     $('btn-add-tm').addEventListener('click', () => actions.addTM());
     $('btn-help').addEventListener('click', () => this.openHelp());
+    // With more than one source the record box gets a choice of source
+    // (shown only then); with one, the line goes to the job's only source.
+    this.injectSource = h('select', { id: 'inject-source', class: 'inject-source', hidden: true,
+      'aria-label': t('controls.injectSource'), title: t('controls.injectSource') });
+    this.sourceIds = '';
+    $('inject-text').before(this.injectSource);
     $('inject-form').addEventListener('submit', (e) => {
       e.preventDefault();
       const input = $('inject-text');
       const text = input.value.trim();
       if (!text) { input.focus(); return; }
-      fire(this.send('inject', { text }).then(() => { input.value = ''; toast(t('toast.injected', { text })); }));
+      const op = this.injectSource.hidden ? '' : this.injectSource.value;
+      const args = op ? { text, operator: op } : { text };
+      fire(this.send('inject', args).then(() => {
+        input.value = '';
+        toast(op ? t('toast.injectedInto', { text, op }) : t('toast.injected', { text }));
+      }));
     });
     this.seed.addEventListener('input', () => { this.seedTouched = true; });
     $('reset-form').addEventListener('submit', (e) => {
@@ -65,7 +76,7 @@ export class Controls {
   }
 
   applyReadOnly() {
-    for (const el of this.toolbar.querySelectorAll('button, input')) {
+    for (const el of this.toolbar.querySelectorAll('button, input, select')) {
       if (el.id !== 'btn-help') el.disabled = this.readOnly;
     }
     if (!this.readOnly) $('btn-step').disabled = this.model.snap?.driver === 'live';
@@ -86,6 +97,20 @@ export class Controls {
     this.modeLive.setAttribute('aria-pressed', String(live));
     $('btn-step').disabled = live || this.readOnly;
     if (!this.seedTouched && document.activeElement !== this.seed) this.seed.value = snap.seed;
+    this.updateSources(snap);
+  }
+
+  // updateSources lists the job's sources in the record box's choice, and
+  // shows the choice only when there is more than one.
+  updateSources(snap) {
+    const ids = (snap.job?.operators || []).filter((o) => o.kind === 'source').map((o) => o.id);
+    const key = ids.join(',');
+    if (key === this.sourceIds) return;
+    this.sourceIds = key;
+    const keep = this.injectSource.value;
+    this.injectSource.replaceChildren(...ids.map((id) => h('option', { value: id }, id)));
+    if (ids.includes(keep)) this.injectSource.value = keep;
+    this.injectSource.hidden = ids.length < 2;
   }
 
   togglePlay() {

@@ -27,7 +27,17 @@ async function main() {
 
   const toastEl = $('toast');
   let toastTimer = 0;
+  let refusal = { msg: '', at: 0 };
   const toast = (msg, kind = 'info') => {
+    // News right after a refusal (a lesson step ticks because the engine
+    // refused, as lesson 09 asks) must not wipe the refusal before anyone
+    // reads it: both show, the refusal first.
+    if (kind !== 'error' && refusal.msg && !toastEl.hidden && Date.now() - refusal.at < 6000) {
+      toastEl.textContent = `${refusal.msg}\n${msg}`;
+      refusal.msg = '';
+      return;
+    }
+    refusal = kind === 'error' ? { msg, at: Date.now() } : { msg: '', at: 0 };
     toastEl.textContent = msg;
     toastEl.className = `toast ${kind}`;
     toastEl.hidden = false;
@@ -47,7 +57,9 @@ async function main() {
     restartTM: (id) => quiet(send('restart-taskmanager', { taskManager: id })),
     addTM: () => quiet(send('add-taskmanager').then(() => toast(t('toast.addTm')))),
     restore: (checkpoint) => quiet(send('restore', { checkpoint })),
-    rescale: (op, p) => quiet(send('rescale', { operator: op, parallelism: p }).then(() => toast(t('toast.rescale', { op, p })))),
+    // onRefused (optional) runs after the refusal's toast, with the error.
+    rescale: (op, p, onRefused) => quiet(send('rescale', { operator: op, parallelism: p }).then(() => toast(t('toast.rescale', { op, p })),
+      (err) => { onRefused?.(err); throw err; })),
     rescaleKeyed: (dir) => {
       const op = model.ready && (model.keyedOperators()[0] || model.snap.job.operators[0]);
       if (op) actions.rescale(op.id, op.parallelism + dir);

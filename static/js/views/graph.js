@@ -87,12 +87,22 @@ export class GraphView {
       const v = Number(input.value);
       const cur = this.model.operator(op.id)?.parallelism ?? op.parallelism;
       if (v === sent) return;
-      if (!Number.isInteger(v) || v < 1 || v > max) {
+      if (!Number.isInteger(v) || v < 1) {
         this.actions.notify?.(t('graph.parBad', { op: op.id, value: input.value, max }), 'error');
         input.value = cur;
         return;
       }
-      if (v !== cur) { sent = v; this.actions.rescale(op.id, v); }
+      if (v === cur) return;
+      sent = v;
+      const mp = this.model.operator(op.id)?.maxParallelism ?? op.maxParallelism;
+      if (v <= mp) { this.actions.rescale(op.id, v); return; }
+      // Above the max parallelism: the field sends it anyway, as a rescale
+      // through Flink's REST API would go to Flink, and the engine refuses
+      // it (a subtask needs at least one key group); the toast says why.
+      this.actions.rescale(op.id, v, (err) => {
+        this.actions.notify?.(t('graph.parRefused', { op: op.id, value: v, max: mp, reason: err?.message || '' }), 'error');
+        input.value = this.model.operator(op.id)?.parallelism ?? cur;
+      });
     };
     // Enter or leaving the field rescales; the arrow keys only change the
     // number (a 'change' event per arrow press would rescale at every step).
