@@ -137,7 +137,7 @@ var Commands = []Command{
 		{Name: "uid", Type: Text, MaxRunes: engine.MaxUIDLength}, {Name: "uidHash", Type: Text, MaxRunes: 32},
 		bounded("parallelism", Int, 1, rescale.UpperBoundMaxParallelism, false),
 		bounded("maxParallelism", Int, 1, rescale.UpperBoundMaxParallelism, false),
-		{Name: "allowNonRestoredState", Type: Bool}}, Recorded: true},
+		{Name: "allowNonRestoredState", Type: Bool}}, Recorded: true, Lesson: true},
 	// Lesson sessions (docs/protocol.md, "Lesson commands").
 	{Name: "lesson-status", Follower: true},
 	{Name: "lesson-do", Args: []Arg{atLeast("step", Int, 1, true)}},

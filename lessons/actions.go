@@ -26,6 +26,7 @@ const (
 	cmdTriggerSavepoint   = engine.CmdTriggerSavepoint
 	cmdRescale            = engine.CmdRescale
 	cmdInject             = engine.CmdInject
+	cmdUpgrade            = engine.CmdUpgrade
 	cmdReset              = "reset"
 	cmdSnapshot           = "snapshot"
 )
@@ -226,6 +227,13 @@ func (l *Lesson) checkAction(a Action, js **jobState) error {
 				return fmt.Errorf("inject: source %s has partitions 0..%d, not %d", o.ID, parts-1, p)
 			}
 		}
+	case cmdUpgrade:
+		if err := checkCatalogArgs(a); err != nil {
+			return err
+		}
+		if err := j.upgrade(a); err != nil {
+			return fmt.Errorf("upgrade: %w", err)
+		}
 	case cmdReset:
 		name := MainJob
 		if _, ok := a.Args["job"]; ok {
@@ -349,6 +357,21 @@ func engineCommand(a Action, snap *engine.Snapshot) (engine.Command, error) {
 	case cmdRescale:
 		c.Operator, _ = argString(a.Args, "operator")
 		c.Parallelism, err = argInt(a.Args, "parallelism")
+	case cmdUpgrade:
+		n, _ := argInt(a.Args, "checkpoint")
+		c.Checkpoint = int64(n)
+		c.Change, _ = argString(a.Args, "change")
+		c.Operator, _ = a.Args["operator"].(string)
+		c.Kind, _ = a.Args["kind"].(string)
+		c.UID, _ = a.Args["uid"].(string)
+		c.UIDHash, _ = a.Args["uidHash"].(string)
+		if _, ok := a.Args["parallelism"]; ok {
+			c.Parallelism, _ = argInt(a.Args, "parallelism")
+		}
+		if _, ok := a.Args["maxParallelism"]; ok {
+			c.MaxParallelism, _ = argInt(a.Args, "maxParallelism")
+		}
+		c.AllowNonRestoredState, _ = a.Args["allowNonRestoredState"].(bool)
 	case cmdInject:
 		c.Text, _ = argString(a.Args, "text")
 		c.Partition = -1

@@ -24,6 +24,8 @@ func lessonSample(cmd string, a catalog.Arg) any {
 		return MainJob
 	case a.Name == "index" || a.Name == "partition":
 		return 0
+	case a.Type == catalog.Bool:
+		return true
 	case len(a.Values) > 0:
 		return a.Values[0]
 	case a.Type == catalog.Text:

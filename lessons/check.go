@@ -130,7 +130,8 @@ func (t *Tracker) Check(now engine.Snapshot, state StateReader) Result {
 
 // relevantEvent lists the event kinds predicates read.
 func relevantEvent(k engine.EventKind) bool {
-	return k == engine.EvChannelBlocked || k == engine.EvRescalePlan || k == engine.EvTaskManager || k == engine.EvTaskStatus
+	return k == engine.EvChannelBlocked || k == engine.EvRescalePlan || k == engine.EvTaskManager || k == engine.EvTaskStatus ||
+		k == engine.EvRestoreRequested
 }
 
 // TrackedEvent reports whether checks read events of kind k: a viewer that

@@ -358,6 +358,14 @@ func loadLesson(fsys fs.FS, slug string) (*Lesson, []Problem) {
 		// A prediction is about the job the step's acting meets: after the
 		// resets that open the step, before anything else it does.
 		predicted := sfStep.Predict == nil
+		if !predicted {
+			for _, af := range sfStep.Actions {
+				if af.Name == cmdUpgrade {
+					sfStep.Predict.upgrade = af.Args
+					break
+				}
+			}
+		}
 		predict := func() {
 			if predicted {
 				return

@@ -62,6 +62,19 @@ func keyedState(values map[string]string, where map[string]int) (*engine.Snapsho
 	return snap, st
 }
 
+// withTimer copies st and registers an event-time timer of key on count#sub.
+func withTimer(st stateOf, sub int, key string) stateOf {
+	out := stateOf{}
+	for k, v := range st {
+		out[k] = v
+	}
+	task := fmt.Sprintf("count#%d", sub)
+	v := out[task]
+	v.Timers = append(append([]state.Timer(nil), v.Timers...), state.Timer{Domain: state.EventTime, Timestamp: 1000, Key: key, KeyGroup: rescale.KeyGroupForString(key, 128)})
+	out[task] = v
+	return out
+}
+
 func withState(snap *engine.Snapshot, st stateOf) func() *Observation {
 	return func() *Observation { return &Observation{Start: snap, Now: snap, State: st} }
 }
@@ -163,6 +176,11 @@ func predicateCases(t *testing.T) []predicateCase {
 		s.Commands = []engine.LoggedCommand{{Command: engine.Command{Name: "rescale"}}, {Command: engine.Command{Name: name}, Failed: true}}
 		return s
 	}
+	upgradeRefused := func(msg string) *engine.Snapshot {
+		s := job(engine.JobRunning)
+		s.Commands = []engine.LoggedCommand{{Command: engine.Command{Name: "rescale"}}, {Command: engine.Command{Name: engine.CmdUpgrade}, Failed: true, Error: msg}}
+		return s
+	}
 	before := &engine.Snapshot{Commands: []engine.LoggedCommand{{Command: engine.Command{Name: "rescale"}}}}
 
 	// "be" and "or" hash to key groups of different subtasks; the fixtures
@@ -259,6 +277,16 @@ func predicateCases(t *testing.T) []predicateCase {
 		{"window-counts-exact", map[string]any{"n": 20, "min": 2}, obsNow(sink(engine.Comparison{Committed: 2})),
 			obsNow(sink(engine.Comparison{Committed: 2, Unexpected: []engine.Diff{{Key: "/help", Value: 19, Committed: 1}}}))},
 		{"command-refused", map[string]any{"name": "restore"}, obsStep(before, refused("restore")), obsStep(before, refused("rescale"))},
+		// A timer of "be" on its owner holds; the same timer on the other subtask does not.
+		{"timer-pending", map[string]any{"operator": "count", "key": "be", "subtask": beOwner},
+			withState(snapKV, withTimer(stKV, beOwner, "be")), withState(snapKV, withTimer(stKV, 1-beOwner, "be"))},
+		// Flink's refusal (Checkpoints.loadAndValidateCheckpoint), naming tally's state; another
+		// refusal (a max parallelism mismatch) does not count.
+		{"upgrade-refused", map[string]any{"operator": "tally"}, obsStep(before, upgradeRefused("Failed to rollback to checkpoint/savepoint checkpoint 1. Cannot map checkpoint/savepoint state for operator 9f to the new program, because the operator is not available in the new program. (That state is tally (uid \"tally\", ID 9f); …)")),
+			obsStep(before, upgradeRefused("Failed to rollback to checkpoint/savepoint checkpoint 1. Max parallelism mismatch between checkpoint/savepoint state and new program."))},
+		{"upgraded", map[string]any{"dropped": "tally", "restores": "count", "empty": "sink"},
+			obsStep(before, job(engine.JobRunning), engine.Event{Kind: engine.EvRestoreRequested, Message: `upgrade from savepoint 1 (as flink run -s would) to tally removed: count (uid "count", ID 1a) restores its own state; sink (ID 2b, generated) starts with empty state; skipped: the state of tally (uid "tally", ID 3c) (allowNonRestoredState)`}),
+			obsStep(before, job(engine.JobRunning), engine.Event{Kind: engine.EvRestoreRequested, Message: `upgrade from savepoint 1 (as flink run -s would) to the same job: count (uid "count", ID 1a) restores its own state; sink (ID 2b, generated) restores its own state; tally (uid "tally", ID 3c) restores its own state`})},
 		// keys-in-own-key-groups also needs at least one key.
 		{"keys-in-own-key-groups", map[string]any{"operator": "count"}, withState(snapKV, stKV), withState(snapKV, stEmpty)},
 	}

@@ -51,6 +51,9 @@ var predicateHolds = map[string]string{
 	"no-sink-losses":          "every record of the ground truth is committed (so: the output is complete)",
 	"window-counts-exact":     "at least `min` window counts are committed, none twice and none wrong — so each is exactly `n`; the lint checks that `n` is the click source's `clicksPerWindow`",
 	"command-refused":         "during this step the engine refused a command of that name",
+	"upgrade-refused":         "during this step an upgrade was refused with Flink's message: state of the savepoint (that operator's, when given) maps to no operator of the new job and allowNonRestoredState is not set (event)",
+	"upgraded":                "during this step an upgrade started the changed job from a savepoint, and that operator restores state (`restores`), starts with empty state (`empty`) or had its state dropped by allowNonRestoredState (`dropped`) (event)",
+	"timer-pending":           "the key's key group belongs to `subtask` and a timer of the key is registered there (the timers live in keyed state, per key group)",
 }
 
 // predicateExamples are examples for predicates no built-in lesson uses

@@ -472,6 +472,64 @@ var predicateTable = []*predicate{
 			func(a args) string { return fmt.Sprintf("引擎拒绝了 %s 命令。", a.str("name")) }),
 		eval: evalCommandRefused,
 	},
+	{
+		name:  "timer-pending",
+		args:  []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "key", kind: kScalar, required: true}, {name: "subtask", kind: kInt, required: true}},
+		state: true,
+		describe: both(func(a args) string {
+			return fmt.Sprintf("A timer of the key %s is pending on %s#%d, which owns its key group.", a.str("key"), a.str("operator"), a.int("subtask"))
+		}, func(a args) string {
+			return fmt.Sprintf("键 %s 的定时器在负责其键组的 %s#%d 上等待触发。", a.str("key"), a.str("operator"), a.int("subtask"))
+		}),
+		eval: evalTimerPending,
+	},
+	{
+		name: "upgrade-refused",
+		args: []argSpec{{name: "operator", kind: kString}},
+		describe: both(func(a args) string {
+			if a.has("operator") {
+				return fmt.Sprintf("The upgrade was refused: the savepoint's state of %s maps to no operator of the new job.", a.str("operator"))
+			}
+			return "The upgrade was refused: state in the savepoint maps to no operator of the new job."
+		}, func(a args) string {
+			if a.has("operator") {
+				return fmt.Sprintf("升级被拒绝：保存点中 %s 的状态在新作业里找不到对应的算子。", a.str("operator"))
+			}
+			return "升级被拒绝：保存点中的状态在新作业里找不到对应的算子。"
+		}),
+		eval: evalUpgradeRefused,
+	},
+	{
+		name:  "upgraded",
+		args:  []argSpec{{name: "restores", kind: kString}, {name: "empty", kind: kString}, {name: "dropped", kind: kString}},
+		oneOf: []string{"restores", "empty", "dropped"},
+		describe: both(func(a args) string {
+			var parts []string
+			if a.has("restores") {
+				parts = append(parts, a.str("restores")+" restored its state")
+			}
+			if a.has("empty") {
+				parts = append(parts, a.str("empty")+" started with empty state")
+			}
+			if a.has("dropped") {
+				parts = append(parts, "the state of "+a.str("dropped")+" was dropped")
+			}
+			return "The job was upgraded from a savepoint in this step: " + strings.Join(parts, ", ") + "."
+		}, func(a args) string {
+			var parts []string
+			if a.has("restores") {
+				parts = append(parts, a.str("restores")+" 恢复了它的状态")
+			}
+			if a.has("empty") {
+				parts = append(parts, a.str("empty")+" 以空状态启动")
+			}
+			if a.has("dropped") {
+				parts = append(parts, a.str("dropped")+" 的状态被丢弃")
+			}
+			return "作业在这一步中从保存点完成了升级：" + strings.Join(parts, "，") + "。"
+		}),
+		eval: evalUpgraded,
+	},
 }
 
 func init() {
@@ -1173,6 +1231,121 @@ func evalCommandRefused(a args, o *Observation) (bool, string) {
 		}
 	}
 	return false, "no " + a.str("name") + " command was refused in this step"
+}
+
+// evalTimerPending evaluates timer-pending (args: operator, key, subtask):
+// it holds when the key's key group belongs to that subtask and a timer of
+// the key is registered there (the timer service's keyed state, as Flink's
+// InternalTimerServiceImpl keeps timers per key group) (state).
+func evalTimerPending(a args, o *Observation) (bool, string) {
+	op, why := operatorView(o.Now, a.str("operator"))
+	if op == nil {
+		return false, why
+	}
+	st, kg := ownerOfKey(op, a.str("key"))
+	if st == nil {
+		return false, fmt.Sprintf("no subtask of %s owns key group %d", op.ID, kg)
+	}
+	if st.Index != a.int("subtask") {
+		return false, fmt.Sprintf("key group %d of %s belongs to %s", kg, a.str("key"), st.Name)
+	}
+	v, err := o.State.TaskState(st.Name, 0)
+	if err != nil {
+		return false, fmt.Sprintf("read the state of %s: %v", st.Name, err)
+	}
+	if v.Error != "" {
+		return false, st.Name + ": " + v.Error
+	}
+	for _, tm := range v.Timers {
+		if tm.Key == a.str("key") {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("%s has no timer of the key %s (%d timers pending)", st.Name, a.str("key"), len(v.Timers))
+}
+
+// upgradeRefusal is the start of the message Flink's
+// Checkpoints.loadAndValidateCheckpoint refuses a restore with when
+// savepoint state finds no operator (the engine's ErrNonRestoredState).
+const upgradeRefusal = "Cannot map checkpoint/savepoint state for operator"
+
+// evalUpgradeRefused evaluates upgrade-refused (args: operator): it holds
+// when during this step the engine refused an upgrade because state of the
+// savepoint (that operator's, when given) maps to no operator of the new job.
+func evalUpgradeRefused(a args, o *Observation) (bool, string) {
+	from := len(o.Start.Commands)
+	if from > len(o.Now.Commands) {
+		from = 0
+	}
+	seen := ""
+	for _, c := range o.Now.Commands[from:] {
+		if !c.Failed || c.Command.Name != engine.CmdUpgrade {
+			continue
+		}
+		if !strings.Contains(c.Error, upgradeRefusal) {
+			seen = "an upgrade was refused for another reason: " + c.Error
+			continue
+		}
+		if a.has("operator") && !strings.Contains(c.Error, "That state is "+a.str("operator")+" (") {
+			seen = "an upgrade was refused, but not for the state of " + a.str("operator") + ": " + c.Error
+			continue
+		}
+		return true, ""
+	}
+	if seen != "" {
+		return false, seen
+	}
+	return false, "no upgrade was refused in this step"
+}
+
+// evalUpgraded evaluates upgraded (args: restores, empty, dropped): it
+// holds when during this step an upgrade started the changed job from a
+// savepoint, and its restore-requested event says that operator restores
+// state, starts with empty state, or had its state dropped
+// (allowNonRestoredState).
+func evalUpgraded(a args, o *Observation) (bool, string) {
+	var msg string
+	for _, e := range o.Events {
+		if e.Kind == engine.EvRestoreRequested && strings.HasPrefix(e.Message, "upgrade from ") {
+			msg = e.Message
+		}
+	}
+	if msg == "" {
+		return false, "no upgrade started a changed job in this step"
+	}
+	mapped, skipped, _ := strings.Cut(msg, "; skipped: ")
+	if op := a.str("restores"); op != "" && !restoresState(mapped, op) {
+		return false, "the upgrade did not restore " + op + "'s state: " + msg
+	}
+	if op := a.str("empty"); op != "" && !emptyState(mapped, op) {
+		return false, "in the upgrade " + op + " did not start empty: " + msg
+	}
+	if op := a.str("dropped"); op != "" && !slices.ContainsFunc(strings.Split(skipped, "; "), func(p string) bool {
+		return strings.HasPrefix(p, "the state of "+op+" (") && strings.HasSuffix(p, "(allowNonRestoredState)")
+	}) {
+		return false, "the upgrade did not drop " + op + "'s state: " + msg
+	}
+	return true, ""
+}
+
+// restoresState and emptyState read an upgrade's mapped sentences
+// ("count (uid …) restores its own state", "count (…) starts with empty
+// state"), one per operator of the new job.
+func restoresState(mapped, op string) bool { return upgradeSentence(mapped, op, " restores ") }
+func emptyState(mapped, op string) bool {
+	return upgradeSentence(mapped, op, " starts with empty state")
+}
+
+func upgradeSentence(mapped, op, verb string) bool {
+	if _, rest, ok := strings.Cut(mapped, ": "); ok && strings.HasPrefix(mapped, "upgrade from ") {
+		mapped = rest
+	}
+	for _, part := range strings.Split(mapped, "; ") {
+		if strings.HasPrefix(part, op+" (") && strings.Contains(part, ")"+verb) {
+			return true
+		}
+	}
+	return false
 }
 
 // --- helpers -------------------------------------------------------------------

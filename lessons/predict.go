@@ -63,7 +63,12 @@ type Prediction struct {
 	//     keyed state from the TaskManagers' local copies (yes/no): only with
 	//     state.backend.local-recovery on, and only when the failure leaves
 	//     the TaskManager (and its disk) alive — a crashed subtask, not a lost
-	//     TaskManager (TaskManager set).
+	//     TaskManager (TaskManager set);
+	//   - "upgrade-accepted": will the step's upgrade action start the
+	//     changed job from the savepoint (yes/no), as
+	//     Checkpoints.loadAndValidateCheckpoint decides: no when state of
+	//     the savepoint finds no operator with its ID and
+	//     allowNonRestoredState is not set (lessons/upgrade.go).
 	Kind        string
 	Operator    string
 	Key         string
@@ -85,7 +90,7 @@ const (
 )
 
 // PredictKinds lists the prediction kinds, for errors and the docs.
-var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks", "job-fails", "restores-locally"}
+var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks", "job-fails", "restores-locally", "upgrade-accepted"}
 
 // predictFile is a step's predict: as written in scenario.yaml.
 type predictFile struct {
@@ -99,6 +104,9 @@ type predictFile struct {
 	Sink        string `yaml:"sink"`
 	Failures    int    `yaml:"failures"`
 	TaskManager string `yaml:"taskManager"`
+	// upgrade is the arguments of the step's upgrade action, which an
+	// "upgrade-accepted" prediction asks about (set by the loader).
+	upgrade map[string]any
 }
 
 func yesNo(b bool) string {
@@ -142,6 +150,8 @@ func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 		return duplicates(pf, js)
 	case "job-fails":
 		return jobFails(pf, js)
+	case "upgrade-accepted":
+		return upgradeAccepted(pf, js)
 	case "restores-locally":
 		// A lost TaskManager takes its local disk, and the copies on it.
 		local := js.spec.Checkpointing.LocalRecovery && pf.TaskManager == ""

@@ -317,6 +317,12 @@ func TestEveryPredictionIsConfirmedByACheck(t *testing.T) {
 				confirmed = has("redeployed-subtasks", func(a args) bool { return strconv.Itoa(a.int("n")) == p.Answer })
 			case "restores-locally":
 				confirmed = has("restored-locally", func(a args) bool { return a.bool("local") == (p.Answer == Yes) })
+			case "upgrade-accepted":
+				if p.Answer == No {
+					confirmed = has("upgrade-refused", func(args) bool { return true })
+				} else {
+					confirmed = has("upgraded", func(args) bool { return true })
+				}
 			case "job-fails":
 				if p.Answer == Yes {
 					confirmed = has("job-status", func(a args) bool { return a.str("status") == "FAILED" })
