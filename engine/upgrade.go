@@ -39,6 +39,14 @@ var UpgradeChanges = []string{ChangeNone, ChangeAddOperator, ChangeRemoveOperato
 // UpgradeAddKinds lists the operator kinds an upgrade may add.
 var UpgradeAddKinds = []string{KindMap, KindFilter, KindTally}
 
+// ChangedSpec is the job an upgrade command would start: cmd's change
+// applied to a copy of s and validated. The lesson lint follows a lesson's
+// upgrades with it, so the lint and the engine cannot disagree on a change.
+func ChangedSpec(s *JobSpec, cmd Command) (*JobSpec, error) {
+	nu, _, _, err := changedSpec(s, cmd)
+	return nu, err
+}
+
 // changedSpec applies cmd's change to a copy of s and validates it. The
 // result's operators keep the max parallelism s had (StateLab fills it in
 // at validation), so only set-max-parallelism configures a different one;

@@ -2,7 +2,6 @@ package lessons
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/statelab/statelab/engine"
 	"github.com/statelab/statelab/rescale"
@@ -13,28 +12,22 @@ import (
 // follows the change so that later steps meet the new job, and the
 // "upgrade-accepted" prediction answers whether Flink would start it.
 
-// upgradeChange is an upgrade action's change, read from its arguments.
-type upgradeChange struct {
-	change, operator, kind, uid, uidHash string
-	parallelism, maxParallelism          int
-	allow                                bool
-}
-
-func readUpgrade(args map[string]any) upgradeChange {
-	u := upgradeChange{}
-	u.change, _ = args["change"].(string)
-	u.operator, _ = args["operator"].(string)
-	u.kind, _ = args["kind"].(string)
-	u.uid, _ = args["uid"].(string)
-	u.uidHash, _ = args["uidHash"].(string)
+// readUpgrade is an upgrade action's command, read from its arguments.
+func readUpgrade(args map[string]any) engine.Command {
+	c := engine.Command{Name: engine.CmdUpgrade}
+	c.Change, _ = args["change"].(string)
+	c.Operator, _ = args["operator"].(string)
+	c.Kind, _ = args["kind"].(string)
+	c.UID, _ = args["uid"].(string)
+	c.UIDHash, _ = args["uidHash"].(string)
 	if _, ok := args["parallelism"]; ok {
-		u.parallelism, _ = argInt(args, "parallelism")
+		c.Parallelism, _ = argInt(args, "parallelism")
 	}
 	if _, ok := args["maxParallelism"]; ok {
-		u.maxParallelism, _ = argInt(args, "maxParallelism")
+		c.MaxParallelism, _ = argInt(args, "maxParallelism")
 	}
-	u.allow, _ = args["allowNonRestoredState"].(bool)
-	return u
+	c.AllowNonRestoredState, _ = args["allowNonRestoredState"].(bool)
+	return c
 }
 
 // current is the job as the lint knows it here: the spec with the
@@ -49,95 +42,10 @@ func (js *jobState) current() *engine.JobSpec {
 	return s
 }
 
-// changed applies u to a copy of the job, as the engine's upgrade does
-// (engine/upgrade.go changedSpec), and validates the result.
-func (js *jobState) changed(u upgradeChange) (*engine.JobSpec, error) {
-	nu := js.current()
-	var op *engine.OperatorSpec
-	if u.change != engine.ChangeNone {
-		if u.operator == "" {
-			return nil, fmt.Errorf("%s needs the operator to change", u.change)
-		}
-		var ok bool
-		if op, ok = nu.Operator(u.operator); !ok {
-			return nil, fmt.Errorf("job %s has no operator %q (it has %s)", js.name, u.operator, js.operatorIDs())
-		}
-	}
-	switch u.change {
-	case engine.ChangeNone:
-	case engine.ChangeAddOperator:
-		if !slices.Contains(engine.UpgradeAddKinds, u.kind) {
-			return nil, fmt.Errorf("add-operator needs kind, one of %v", engine.UpgradeAddKinds)
-		}
-		if op.Kind == engine.KindSink {
-			return nil, fmt.Errorf("%s is a sink and has no output to insert an operator into", op.ID)
-		}
-		id := u.kind
-		for n := 2; ; n++ {
-			if _, taken := nu.Operator(id); !taken {
-				break
-			}
-			id = fmt.Sprintf("%s-%d", u.kind, n)
-		}
-		at := slices.IndexFunc(nu.Operators, func(o engine.OperatorSpec) bool { return o.ID == u.operator })
-		nu.Operators = slices.Insert(nu.Operators, at+1, engine.OperatorSpec{ID: id, Kind: u.kind, Parallelism: op.Parallelism, UID: u.uid})
-		for i := range nu.Edges {
-			if nu.Edges[i].From == u.operator {
-				nu.Edges[i].From = id
-			}
-		}
-		nu.Edges = append(nu.Edges, engine.EdgeSpec{From: u.operator, To: id, Partitioner: engine.Forward})
-	case engine.ChangeRemoveOperator:
-		if op.Kind == engine.KindSource {
-			return nil, fmt.Errorf("%s is a source; only operators with an input can be removed", op.ID)
-		}
-		var in, out, rest []engine.EdgeSpec
-		for _, e := range nu.Edges {
-			switch {
-			case e.To == op.ID:
-				in = append(in, e)
-			case e.From == op.ID:
-				out = append(out, e)
-			default:
-				rest = append(rest, e)
-			}
-		}
-		if len(in) != 1 {
-			return nil, fmt.Errorf("%s has %d inputs; only operators with one input can be removed", op.ID, len(in))
-		}
-		up, _ := nu.Operator(in[0].From)
-		for _, e := range out {
-			if slices.ContainsFunc(rest, func(r engine.EdgeSpec) bool { return r.From == up.ID && r.To == e.To }) {
-				continue
-			}
-			down, _ := nu.Operator(e.To)
-			if e.Partitioner == engine.Forward && up.Parallelism != down.Parallelism {
-				e.Partitioner = engine.Rebalance
-			}
-			e.From = up.ID
-			rest = append(rest, e)
-		}
-		nu.Edges = rest
-		nu.Operators = slices.DeleteFunc(nu.Operators, func(o engine.OperatorSpec) bool { return o.ID == u.operator })
-	case engine.ChangeSetUID:
-		op.UID, op.UIDHash = u.uid, u.uidHash
-	case engine.ChangeSetParallelism:
-		if u.parallelism < 1 {
-			return nil, fmt.Errorf("set-parallelism needs parallelism")
-		}
-		op.Parallelism = u.parallelism
-	case engine.ChangeSetMaxParallelism:
-		if u.maxParallelism < 1 {
-			return nil, fmt.Errorf("set-max-parallelism needs maxParallelism")
-		}
-		op.MaxParallelism = u.maxParallelism
-	default:
-		return nil, fmt.Errorf("unknown change %q (want one of %v)", u.change, engine.UpgradeChanges)
-	}
-	if err := nu.Validate(); err != nil {
-		return nil, fmt.Errorf("the changed job is not valid: %w", err)
-	}
-	return nu, nil
+// changed is the job the engine's upgrade would start from the job as it
+// is here (engine.ChangedSpec: the same change, the same validation).
+func (js *jobState) changed(u engine.Command) (*engine.JobSpec, error) {
+	return engine.ChangedSpec(js.current(), u)
 }
 
 // upgrade checks an upgrade action against the job and, unless the lesson
@@ -202,20 +110,20 @@ func upgradeAccepted(pf *predictFile, js *jobState) (*Prediction, error) {
 	}
 	accepted := true
 	for _, o := range old.Operators {
-		if keepsState(o) && !newIDs[oldIDs[o.ID]] && !u.allow {
+		if keepsState(o) && !newIDs[oldIDs[o.ID]] && !u.AllowNonRestoredState {
 			accepted = false
 		}
 	}
-	if u.change == engine.ChangeSetMaxParallelism {
-		if o, ok := old.Operator(u.operator); ok {
+	if u.Change == engine.ChangeSetMaxParallelism {
+		if o, ok := old.Operator(u.Operator); ok {
 			was := o.MaxParallelism
 			if was == 0 {
 				was = rescale.DefaultMaxParallelism(o.Parallelism)
 			}
-			if was != u.maxParallelism {
+			if was != u.MaxParallelism {
 				accepted = false
 			}
 		}
 	}
-	return &Prediction{Kind: pf.Kind, Operator: u.operator, Choices: []string{Yes, No}, Answer: yesNo(accepted)}, nil
+	return &Prediction{Kind: pf.Kind, Operator: u.Operator, Choices: []string{Yes, No}, Answer: yesNo(accepted)}, nil
 }
