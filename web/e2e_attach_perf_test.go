@@ -86,7 +86,7 @@ func TestBrowserAttachErrorsInChinese(t *testing.T) {
 	assert.Equal(t, 1, eval[int](b, `document.querySelectorAll('.attach-missing').length`), "the keyed vertex says what to do")
 	b.shot("attach-04-missing-field-zh")
 	// What to do, done from the page: assume Flink's default, 128 for p 3.
-	b.run(chromedp.Click(chromedp.CSS(`.attach-use-default`)))
+	b.clickLive(`.attach-use-default`)
 	b.waitJS(20*time.Second, "the strip from the assumed default", `document.querySelectorAll('.attach-kg .strip:not(.attach-after) rect.kg').length === 128`)
 	assert.Equal(t, "default", eval[string](b, `document.getElementById('attach-maxp').value`))
 	assert.Contains(t, eval[string](b, `location.search`), "maxParallelism=default")
@@ -108,7 +108,7 @@ func TestBrowserPerformanceShowsChartsAndRunsTheQuickBench(t *testing.T) {
 	assert.Positive(t, eval[int](b, `document.querySelectorAll('#perf-committed tbody tr').length`))
 	b.shot("perf-01-committed")
 
-	b.run(chromedp.Click(chromedp.CSS(`#perf-run-btn`)))
+	b.clickLive(`#perf-run-btn`)
 	b.waitJS(2*time.Minute, "the quick run's results", `document.getElementById('perf-latest') !== null &&
 		[...document.querySelectorAll('#perf-latest .perf-chart img')].length >= 1 &&
 		[...document.querySelectorAll('#perf-latest .perf-chart img')].every(i => i.complete && i.naturalWidth > 0)`)

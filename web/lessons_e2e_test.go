@@ -185,7 +185,7 @@ func TestBrowserLessonPagesLookRight(t *testing.T) {
 		b.waitLesson(20*time.Second, "the lesson's status", `m.step >= 1`)
 		b.waitJS(20*time.Second, "every subtask running", jsAllRunning)
 		// The hint opens; the text column and the live view sit side by side.
-		b.run(chromedp.Click(chromedp.CSS(`.step.current .hint summary`)))
+		b.clickLive(`.step.current .hint summary`)
 		left := eval[float64](b, `document.querySelector('.lesson-live').getBoundingClientRect().left`)
 		right := eval[float64](b, `document.querySelector('.lesson-text').getBoundingClientRect().right`)
 		assert.Greater(t, left, right, "the live view is beside the text")

@@ -117,7 +117,11 @@ export class GraphView {
 
   crashing() { return this.tool === 'crash' && !this.readOnly; }
 
-  setTool(tool) { this.tool = tool; this.shape = ''; this.dirty = true; }
+  // setTool changes what a click on a subtask does. The boxes stay: update
+  // sets their class and label. Building them again would replace the
+  // button under a person's pointer, and a press on the old button with a
+  // release on the new one is no click.
+  setTool(tool) { this.tool = tool; this.dirty = true; }
 
   select(task) { this.selected = task; this.dirty = true; }
 
@@ -295,7 +299,7 @@ export class GraphView {
     for (const list of byCol.values()) {
       list.forEach((hd, i) => { hd.w = colW / list.length; hd.x += i * hd.w; });
     }
-    const shape = JSON.stringify([width, this.tool, bands.map((b) => [b.id, [...b.cells].map(([c, l]) => [c, l.map((x) => x.st.name)])]),
+    const shape = JSON.stringify([width, bands.map((b) => [b.id, [...b.cells].map(([c, l]) => [c, l.map((x) => x.st.name)])]),
       snap.channels.map((c) => c.name), headers.map((hd) => [hd.op.id, hd.op.parallelism])]);
     return { width, height, bands, pos, headers, shape, labelsY };
   }
