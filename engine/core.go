@@ -62,6 +62,14 @@ type Options struct {
 	// TaskManagers' task-local state (nil: the real disk). Tests pass a
 	// state.ErrorFS to inject disk faults.
 	FS state.FileSystem
+	// SnapshotStall, when set, is a fault for tests: how long the
+	// synchronous part of task's snapshot for checkpoint id stalls (0: not
+	// at all), so that the checkpoint can be made to expire. The Stepper
+	// adds it to the snapshot's modelled duration, during which the subtask
+	// does nothing else; Live sleeps on the subtask's goroutine. The
+	// conformance tests stall the same subtask's snapshot as flinkref stalls
+	// it inside Flink (AbstractStreamOperator.snapshotState).
+	SnapshotStall func(task string, checkpoint int64) time.Duration
 }
 
 // core is the job and its cluster: the JobManager (scheduler, checkpoint
@@ -136,6 +144,9 @@ type core struct {
 	truthCache map[string]truth
 	cmpCache   map[string]cmpEntry
 	offCache   offsetsCache
+
+	// snapshotStall is Options.SnapshotStall (nil: none).
+	snapshotStall func(task string, checkpoint int64) time.Duration
 }
 
 // offsetsCache holds the source offsets of the newest retained checkpoint.
@@ -192,6 +203,7 @@ func newCore(spec *JobSpec, opts Options) (*core, error) {
 	// its checkpoint directory gets a safe name derived from it, as Flink
 	// names directories by the hex JobID and shows the name beside it.
 	c.fsys = opts.FS
+	c.snapshotStall = opts.SnapshotStall
 	cfg := state.StorageConfig{Kind: state.JobManagerStorage, JobID: state.SafeDirName(s.Name), Retained: s.Checkpointing.Retained,
 		MaxStateSize: int64(s.Checkpointing.MaxStateBytes), FS: opts.FS}
 	if s.Backend != BackendMemory {

@@ -595,6 +595,13 @@ func (t *subtask) checkpoint(b barrier, alignment time.Duration) error {
 		t.decline(b.ID, err)
 		return nil
 	}
+	if t.c.snapshotStall != nil {
+		if d := t.c.snapshotStall(t.name, b.ID); d > 0 && t.c.measure {
+			time.Sleep(d) // Live: the subtask's goroutine stalls, and the duration measured includes it
+		} else if d > 0 {
+			t.cost += d // Stepper: modelled, the subtask busy for d
+		}
+	}
 	sync, asyncDur := t.c.snapshotCost(t.updates, start)
 	t.cost += sync
 	t.updates = 0
