@@ -372,6 +372,10 @@ func (c *core) tryAllocate() {
 	if ex == nil || c.terminal || c.status != JobRunning {
 		return
 	}
+	if ex.started {
+		c.placeScheduled() // a restarted region (region.go)
+		return
+	}
 	for _, t := range ex.tasks {
 		if t.getStatus() != TaskScheduled {
 			return
@@ -650,14 +654,15 @@ func (c *core) fail(failed *subtask, reason string) {
 		return
 	}
 	if region := c.regionCandidate(failed); region != nil {
-		ok, delay := c.rs.notifyFailure(c.restart, c.clock(), c.spec.Seed)
-		if ok {
-			c.regionFailover(failed, region, delay, reason)
-			return
-		}
-		c.giveUp(failed, reason)
+		c.failRegion(failed, region, "the pipelined region of "+failed.name, reason)
 		return
 	}
+	c.failGlobal(failed, reason)
+}
+
+// failGlobal is a global failover (RestartAllFailoverStrategy): every
+// subtask is cancelled and the job restarts as a whole.
+func (c *core) failGlobal(failed *subtask, reason string) {
 	c.region = nil // a global failover takes a pending region restart with it
 	c.counters.Failovers++
 	for _, p := range c.coord.pendingList() {
@@ -847,23 +852,37 @@ func (c *core) heartbeatTimedOut(id string) {
 	if c.ex == nil || c.terminal {
 		return
 	}
-	var victim *subtask
+	var lost []*subtask
 	for _, t := range c.ex.tasks {
 		if t.tm != nil && t.tm.id == id && t.dead.Load() && live(t.getStatus()) {
-			if victim == nil {
-				victim = t
-			} else {
-				t.setStatus(TaskFailed)
-			}
+			lost = append(lost, t)
 			t.setFailure("TaskManager " + id + " lost (heartbeat timed out)")
 		}
 	}
-	if victim == nil {
+	if len(lost) == 0 {
 		return
 	}
-	// No task-failed event: the crash was the TaskManager's, reported when
-	// it happened; the job-status event says the JobManager noticed now.
-	c.fail(victim, fmt.Sprintf("the heartbeat of TaskManager %s timed out (it ran %s)", id, victim.name))
+	victim := lost[0]
+	names := make([]string, len(lost))
+	for i, t := range lost {
+		names[i] = t.name
+	}
+	reason := fmt.Sprintf("the heartbeat of TaskManager %s timed out (it ran %s)", id, strings.Join(names, ", "))
+	// Every subtask the TaskManager ran fails; region failover restarts
+	// the union of their pipelined regions and the other regions keep
+	// running (RestartPipelinedRegionFailoverStrategy), else the whole job
+	// fails over. No task-failed event: the crash was the TaskManager's,
+	// reported when it happened; the job-status event says the JobManager
+	// noticed now.
+	region := c.regionsOf(lost)
+	for _, t := range lost[1:] {
+		t.setStatus(TaskFailed)
+	}
+	if region != nil {
+		c.failRegion(victim, region, fmt.Sprintf("the pipelined region(s) of the subtasks TaskManager %s ran", id), reason)
+		return
+	}
+	c.failGlobal(victim, reason)
 }
 
 // wipeLostDisks deletes the local disks of crashed TaskManager

@@ -106,25 +106,68 @@ type regionPending struct {
 // regionCandidate returns failed's pipelined region when a region
 // failover applies, else nil (a global failover).
 func (c *core) regionCandidate(failed *subtask) []*subtask {
-	if failed == nil || c.ex == nil || c.spec.Cluster.Failover != FailoverRegion || c.rescaling != nil || c.region != nil ||
-		c.status != JobRunning || c.ex.byName[failed.name] != failed {
+	if failed == nil {
 		return nil
 	}
-	region := c.regionOf(failed)
-	if len(region) == len(c.ex.tasks) {
+	return c.regionsOf([]*subtask{failed})
+}
+
+// regionsOf returns the union of the pipelined regions of failed (one
+// failed subtask, or every subtask a lost TaskManager ran) when a region
+// failover applies, else nil (a global failover). In Flink every task of a
+// lost TaskManager fails (DefaultScheduler.handleTaskFailure, once each) and
+// RestartPipelinedRegionFailoverStrategy.getTasksNeedingRestart restarts
+// each one's region, so together the union of their regions; the failed
+// subtasks may sit on a dead TaskManager, every other subtask of those
+// regions must be alive (it is cancelled, then placed again).
+func (c *core) regionsOf(failed []*subtask) []*subtask {
+	if len(failed) == 0 || c.ex == nil || c.spec.Cluster.Failover != FailoverRegion || c.rescaling != nil || c.region != nil ||
+		c.waiting || c.status != JobRunning {
 		return nil
 	}
-	for _, t := range region {
-		if t.tm == nil || !t.tm.alive || t.dead.Load() {
+	in := map[*subtask]bool{}
+	isFailed := map[*subtask]bool{}
+	for _, f := range failed {
+		if c.ex.byName[f.name] != f {
 			return nil
 		}
+		isFailed[f] = true
+		for _, t := range c.regionOf(f) {
+			in[t] = true
+		}
+	}
+	if len(in) == len(c.ex.tasks) {
+		return nil
+	}
+	var region []*subtask
+	for _, t := range c.ex.tasks {
+		if !in[t] {
+			continue
+		}
+		if !isFailed[t] && (t.tm == nil || !t.tm.alive || t.dead.Load()) {
+			return nil
+		}
+		region = append(region, t)
 	}
 	return region
 }
 
+// failRegion is a failover of region only, failed being the subtask whose
+// failure caused it: the restart strategy decides whether and when the
+// region restarts; if it refuses, the job fails.
+func (c *core) failRegion(failed *subtask, region []*subtask, what, reason string) {
+	ok, delay := c.rs.notifyFailure(c.restart, c.clock(), c.spec.Seed)
+	if ok {
+		c.regionFailover(failed, region, delay, what, reason)
+		return
+	}
+	c.giveUp(failed, reason)
+}
+
 // regionFailover cancels region and restarts it after delay; the other
-// subtasks keep running.
-func (c *core) regionFailover(failed *subtask, region []*subtask, delay time.Duration, reason string) {
+// subtasks keep running. what names the failure for the job-status
+// message ("the pipelined region of source#0").
+func (c *core) regionFailover(failed *subtask, region []*subtask, delay time.Duration, what, reason string) {
 	c.counters.Failovers++
 	c.failures++
 	for _, p := range c.coord.pendingList() {
@@ -167,6 +210,8 @@ func (c *core) regionFailover(failed *subtask, region []*subtask, delay time.Dur
 			ch.blocked.Store(false)
 		}
 	}
+	// A lost TaskManager's disk goes once its subtasks no longer run.
+	c.wipeLostDisks()
 	c.regionEpoch++
 	c.region = &regionPending{tasks: names, epoch: c.regionEpoch}
 	c.rs.lastDelay, c.rs.restartAt = delay, c.clock()+delay
@@ -174,8 +219,8 @@ func (c *core) regionFailover(failed *subtask, region []*subtask, delay time.Dur
 	if m := c.restart.maxAttempts(); m > 0 {
 		of = fmt.Sprintf(" of %d", m)
 	}
-	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts the pipelined region of %s (%s) in %v (%s, restart %d%s); the other subtasks keep running: %s",
-		c.spec.Name, failed.name, strings.Join(names, ", "), delay, c.restart.Strategy, c.failures, of, reason))
+	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts %s (%s) in %v (%s, restart %d%s); the other subtasks keep running: %s",
+		c.spec.Name, what, strings.Join(names, ", "), delay, c.restart.Strategy, c.failures, of, reason))
 	c.counters.Restarts++
 	c.drv.after(delay, timer{kind: timerRegionRestart, attempt: c.attempt, id: int64(c.regionEpoch)})
 }
@@ -247,8 +292,134 @@ func (c *core) restartRegion(epoch int) {
 	for _, t := range fresh {
 		t.verbose = c.verbose
 		t.setStatus(TaskScheduled)
+		t.pendingRestore = specs[t]
+	}
+	c.placeScheduled()
+}
+
+// slotRef is one slot of one TaskManager.
+type slotRef struct {
+	tm  *taskManager
+	idx int
+}
+
+// placeScheduled deploys the SCHEDULED subtasks of a running execution (a
+// restarted region) once slots are free for them, as Flink's scheduler
+// requests slots for the restarted region's tasks only. A subtask goes
+// into the slot of its index's other subtasks when those still run there
+// (slot sharing), else back into its previous slot if that TaskManager is
+// alive and the slot free, else into the first free slot. Without enough
+// free slots the region waits for resources (a lost TaskManager's slots
+// are gone) for slot.request.timeout, as a whole job does.
+func (c *core) placeScheduled() {
+	ex := c.ex
+	if ex == nil || c.terminal || c.status != JobRunning {
+		return
+	}
+	var sched []*subtask
+	for _, t := range ex.tasks {
+		if t.getStatus() == TaskScheduled {
+			sched = append(sched, t)
+		}
+	}
+	if len(sched) == 0 {
+		return
+	}
+	slots, missing := c.regionSlots(sched)
+	if missing > 0 {
+		for _, t := range sched {
+			t.tm, t.slot = nil, 0
+		}
+		if !c.waiting {
+			c.waiting = true
+			to := c.spec.Cluster.SlotRequestTimeout.D()
+			c.slotDeadline = c.clock() + to
+			c.drv.after(to, timer{kind: timerSlotRequest, attempt: c.attempt})
+			c.publish(Event{Kind: EvWaitingResources, Message: fmt.Sprintf("the restarted region needs %d more slot(s) than the alive TaskManagers have free; it waits for resources (add or restart a TaskManager) at most %v (slot.request.timeout); the other subtasks keep running", missing, to)})
+		}
+		return
+	}
+	if c.waiting {
+		c.waiting = false
+		c.drv.cancelTimer(timer{kind: timerSlotRequest, attempt: c.attempt})
+	}
+	for _, t := range sched {
+		s := slots[t]
+		t.tm, t.slot = s.tm, s.idx
 		t.setStatus(TaskDeploying)
-		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: specs[t], seq: c.nextSeq(), localDir: t.tm.localDir})
+		t.sendCtl(control{kind: ctlDeploy, attempt: ex.attempt, restore: t.pendingRestore, seq: c.nextSeq(), localDir: t.tm.localDir})
+		t.pendingRestore = nil
 		c.drv.startTask(t)
 	}
+}
+
+// regionSlots chooses a slot for every subtask of sched (see
+// placeScheduled), or says how many slots are missing.
+func (c *core) regionSlots(sched []*subtask) (map[*subtask]slotRef, int) {
+	isSched := map[*subtask]bool{}
+	for _, t := range sched {
+		isSched[t] = true
+	}
+	taken := map[slotRef]bool{}
+	byIndex := map[int]slotRef{}
+	for _, t := range c.ex.tasks {
+		if isSched[t] || t.tm == nil || !t.tm.alive || t.dead.Load() {
+			continue
+		}
+		s := slotRef{t.tm, t.slot}
+		taken[s] = true
+		if _, ok := byIndex[t.index]; !ok {
+			byIndex[t.index] = s
+		}
+	}
+	out := map[*subtask]slotRef{}
+	// First the slots of the same index and the previous slots, then the
+	// first free ones, so that a free slot is not given away before the
+	// subtask that held it asks.
+	for _, t := range sched {
+		if s, ok := byIndex[t.index]; ok {
+			out[t] = s
+			continue
+		}
+		if t.tm != nil && t.tm.alive {
+			if s := (slotRef{t.tm, t.slot}); !taken[s] {
+				taken[s] = true
+				byIndex[t.index] = s
+				out[t] = s
+			}
+		}
+	}
+	missing := 0
+	for _, t := range sched {
+		if _, ok := out[t]; ok {
+			continue
+		}
+		if s, ok := byIndex[t.index]; ok {
+			out[t] = s
+			continue
+		}
+		found := false
+		for _, tm := range c.tms {
+			if !tm.alive {
+				continue
+			}
+			for i := range tm.slots {
+				if s := (slotRef{tm, i}); !taken[s] {
+					taken[s] = true
+					byIndex[t.index] = s
+					out[t] = s
+					found = true
+					break
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			missing++
+			byIndex[t.index] = slotRef{} // counted once per index
+		}
+	}
+	return out, missing
 }

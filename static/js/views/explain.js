@@ -153,9 +153,10 @@ export class ExplainView {
             ep.data.cause = e.taskManager;
             this.step(t('explain.tmLost.step', { tm: e.taskManager, tasks }), 'bad');
             if (snap.backend === 'pebble') this.step(t('explain.tmLost.disk'), 'bad');
+            // Region failover restarts only the lost subtasks' regions.
+            if (regions(snap) > 1) this.step(t('explain.tmLost.regions'));
             // Where StateLab differs from Flink here, and why (docs/flink-fidelity.md).
             this.step(t('explain.simplified.heartbeat'), 'simplified');
-            if (regions(snap) > 1) this.step(t('explain.simplified.tmRegions'), 'simplified');
           } else {
             this.step(t('explain.tmJoined', { tm: e.taskManager }));
           }
