@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/statelab/statelab/engine"
 )
@@ -28,13 +29,25 @@ type slPhase struct {
 	restores []engine.Event
 	// after the phase's fault: job statuses entered, subtasks redeployed
 	statusesAfterFault []string
-	restarted          []string
-	finalStatus        string
-	checkpoints        engine.CheckpointCounts
+	// why the job left RUNNING after the fault (its job-status events' messages)
+	statusMessages []string
+	restarted      []string
+	finalStatus    string
+	checkpoints    engine.CheckpointCounts
+	// failedCheckpoints: the phase's failed checkpoints, oldest first
+	failedCheckpoints []failedCheckpoint
 	// refused is the error of a rescale or upgrade StateLab refused
 	refused string
 	// operatorIDs: each operator's ID (hex), by operator id, once the phase runs
 	operatorIDs map[string]string
+}
+
+// failedCheckpoint is a failed checkpoint, its reason named as Flink's
+// CheckpointFailureReason names it.
+type failedCheckpoint struct {
+	ID      int64  `json:"id"`
+	Reason  string `json:"reason"`
+	Message string `json:"-"`
 }
 
 type kgRange struct {
@@ -60,7 +73,31 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	off := false
 	js.Chaining = &off
 	var events []engine.Event
-	s, err := engine.NewStepper(js, engine.Options{RecordEvents: func(e engine.Event) { events = append(events, e) }})
+	opts := engine.Options{RecordEvents: func(e engine.Event) { events = append(events, e) }}
+	// A stalled snapshot is set up front (engine.Options.SnapshotStall) and
+	// fires once, as flinkref's stall-checkpoint fault does; stalledAt is
+	// the event count when it fired (-1 before).
+	stalledAt := -1
+	var stalls []slFault
+	for _, ph := range sc.phases {
+		for _, f := range ph.statelabFaults {
+			if f.cmd == stallSnapshot {
+				stalls = append(stalls, f)
+			}
+		}
+	}
+	if len(stalls) > 0 {
+		opts.SnapshotStall = func(task string, id int64) time.Duration {
+			for _, f := range stalls {
+				if stalledAt < 0 && f.task == task && f.checkpoint == id {
+					stalledAt = len(events)
+					return f.stall
+				}
+			}
+			return 0
+		}
+	}
+	s, err := engine.NewStepper(js, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start StateLab: %w", err)
 	}
@@ -146,6 +183,13 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		}
 		faultMark := len(events)
 		for _, f := range ph.statelabFaults {
+			if f.cmd == stallSnapshot {
+				if _, err := s.RunUntil(func(*engine.Snapshot) bool { return stalledAt >= 0 }, stepsPerPhase); err != nil {
+					return res, fmt.Errorf("phase %d: waiting for %s's snapshot of checkpoint %d: %w", i, f.task, f.checkpoint, err)
+				}
+				faultMark = stalledAt
+				continue
+			}
 			if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return recordsIn(sn, f.task) >= f.afterRecords }, stepsPerPhase); err != nil {
 				return res, fmt.Errorf("phase %d: waiting for %s to take in %d records: %w", i, f.task, f.afterRecords, err)
 			}
@@ -173,6 +217,11 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		}
 		p.finalKeys = keyedState(t, s, &snap)
 		p.checkpoints = snap.Checkpoints.Counts
+		for _, h := range snap.Checkpoints.History {
+			if h.Status == engine.CheckpointFailed {
+				p.failedCheckpoints = append(p.failedCheckpoints, failedCheckpoint{ID: h.ID, Reason: string(h.FailureReason), Message: h.FailureMessage})
+			}
+		}
 		deployed := map[string]bool{}
 		for k, e := range events[mark:] {
 			if e.Kind == engine.EvRestore {
@@ -184,6 +233,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			switch e.Kind {
 			case engine.EvJobStatus:
 				p.statusesAfterFault = append(p.statusesAfterFault, e.Status)
+				p.statusMessages = append(p.statusMessages, e.Message)
 			case engine.EvTaskStatus:
 				if e.Status == string(engine.TaskDeploying) {
 					deployed[e.Task] = true
