@@ -9,15 +9,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/statelab/statelab/engine"
 )
-
-// pending15 marks what issue 15 (StateLab's engine following Flink's failure
-// handling) changes; until it lands StateLab is known to differ there.
-const pending15 = "issue 15"
 
 func op(id, kind string, p int, opts map[string]any) map[string]any {
 	o := map[string]any{"id": id, "kind": kind, "parallelism": p}
@@ -207,14 +204,13 @@ func catalogue() []*scenario {
 		{
 			name:       "expired-checkpoint",
 			claim:      "A checkpoint that expires with tolerable-failed-checkpoints 0 fails the job over (CheckpointFailureManager): every subtask restarts from the latest completed checkpoint",
-			pending:    "StateLab has no fault that stalls one subtask's snapshot past the checkpoint timeout; the Flink side is recorded — pending " + pending15,
-			flinkOnly:  "no StateLab fault stalls a single snapshot",
 			spec:       wordCount(2, "exactly-once", map[string]any{"interval": "100ms", "timeout": "800ms", "tolerableFailed": 0}, map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"}),
 			partitions: map[string]int{"source": 2},
 			lines:      map[string][][]string{"source": {genLines(13, 40, 3), {}}},
 			phases: []phase{{
-				flinkFaults: []flinkFault{{Kind: "stall-checkpoint", Task: "count#0", Checkpoint: 3, Millis: 2500}},
-				awaitFaults: true,
+				flinkFaults:    []flinkFault{{Kind: "stall-checkpoint", Task: "count#0", Checkpoint: 3, Millis: 2500}},
+				statelabFaults: []slFault{{cmd: stallSnapshot, task: "count#0", checkpoint: 3, stall: 2500 * time.Millisecond}},
+				awaitFaults:    true,
 			}, {}},
 			slots: 4,
 			check: checkExpired,
@@ -284,7 +280,114 @@ func catalogue() []*scenario {
 			slots: 5,
 			check: checkUpgradeUID,
 		},
+		{
+			name: "upgrade-add-operator",
+			claim: "A restore into a job with an operator added (a tally, union ListState, uid \"tally\", after count) needs no " +
+				"allowNonRestoredState: every state in the savepoint finds its operator; the new operator starts empty and " +
+				"the others go on: the same keys and counts, every word count committed exactly once",
+			spec:       upgradeJob(false, "count"),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(27, 40, 3), genLines(28, 40, 3)}},
+			phases: []phase{{},
+				{upgrade: &engine.Command{Change: engine.ChangeAddOperator, Operator: "count", Kind: engine.KindTally, UID: "tally"}, job: upgradeJob(true, "count")}},
+			slots: 5,
+			check: checkUpgradeAdd,
+		},
+		{
+			name: "upgrade-set-parallelism",
+			claim: "A restore from a savepoint into the same job with count at parallelism 3 instead of 2 (flink run -s with " +
+				"another parallelism; StateLab's upgrade set-parallelism) gives each count subtask Flink's key-group range at 3 " +
+				"and the keys of its key groups with their counts, and counting goes on exactly once",
+			spec:       upgradeJob(false, "count"),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(29, 40, 3), genLines(30, 40, 3)}},
+			phases: []phase{{},
+				{upgrade: &engine.Command{Change: engine.ChangeSetParallelism, Operator: "count", Parallelism: 3}, job: withParallelism(upgradeJob(false, "count"), "count", 3)}},
+			slots: 5,
+			check: checkUpgradeParallelism,
+		},
 	}
+}
+
+// withParallelism is spec with operator id at parallelism p.
+func withParallelism(spec map[string]any, id string, p int) map[string]any {
+	for _, o := range spec["operators"].([]any) {
+		if o.(map[string]any)["id"] == id {
+			o.(map[string]any)["parallelism"] = p
+		}
+	}
+	return spec
+}
+
+// restoredElements is how many operator-state elements of name each
+// subtask of op restored, on Flink.
+func flinkRestoredElements(p *phaseTrace, op, name string) map[int]int {
+	out := map[int]int{}
+	for i, e := range p.lastEvents("open", op) {
+		out[i] = len(e.OperatorState[name])
+	}
+	return out
+}
+
+// slRestoredElements is the same on StateLab: every subtask of op at
+// parallelism par, 0 where it restored nothing.
+func slRestoredElements(p *slPhase, op, name string, par int) map[int]int {
+	out := map[int]int{}
+	for i := 0; i < par; i++ {
+		out[i] = 0
+	}
+	for _, e := range p.restores {
+		if e.Restore == nil || !strings.HasPrefix(e.Task, op+"#") {
+			continue
+		}
+		var i int
+		fmt.Sscanf(e.Task, op+"#%d", &i)
+		out[i] = len(e.Restore.OperatorState[name])
+	}
+	return out
+}
+
+// flinkRan reports whether a Flink phase reached RUNNING.
+func flinkRan(p *phaseTrace) bool {
+	for _, s := range p.StatusTransitions {
+		if s.Status == "RUNNING" {
+			return true
+		}
+	}
+	return false
+}
+
+func checkUpgradeAdd(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 2, "Flink ran the job and the upgraded one")
+	p := fl.Phases[1]
+	j.true("Flink restored the upgraded job without allowNonRestoredState", flinkRan(&p) && p.FinalStatus == "FINISHED", p.FinalStatus)
+	j.true("Flink's count restored keys", len(flinkKeys(&p, "open", "count")[0]) > 0, flinkKeys(&p, "open", "count"))
+	checkExactOutput(j, sl, fl, wordCountOutput(catalogueLines("upgrade-add-operator")...))
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 2, "StateLab ran the job and the upgraded one")
+	j.t.Logf("StateLab's upgrade: refused %q", sl.phases[1].refused)
+	j.equal("the upgrade is accepted without allowNonRestoredState", sl.phases[1].refused == "" && sl.phases[1].finalStatus == "RUNNING", flinkRan(&p))
+	j.equal("union list elements each tally subtask restored (none: the operator is new)",
+		slRestoredElements(&sl.phases[1], "tally", "tallies", 2), flinkRestoredElements(&p, "tally", "tallies"))
+	j.equal("keys and counts each count subtask restored", sl.phases[1].restoredKeys["count"], flinkKeys(&p, "open", "count"))
+	j.equal("keys and counts each count subtask holds at the end", sl.phases[1].finalKeys["count"], flinkKeys(&p, "close", "count"))
+}
+
+func checkUpgradeParallelism(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 2, "Flink ran the job and the upgraded one")
+	p := fl.Phases[1]
+	j.true("Flink ran count at parallelism 3 after the restore", len(flinkKeyGroups(&p, "count")) == 3, flinkKeyGroups(&p, "count"))
+	checkExactOutput(j, sl, fl, wordCountOutput(catalogueLines("upgrade-set-parallelism")...))
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 2, "StateLab ran the job and the upgraded one")
+	j.equal("key-group ranges of count at parallelism 2", sl.phases[0].keyGroups["count"], flinkKeyGroups(&fl.Phases[0], "count"))
+	j.equal("key-group ranges of count after the restore at parallelism 3", sl.phases[1].keyGroups["count"], flinkKeyGroups(&p, "count"))
+	j.equal("keys and counts each count subtask restored at parallelism 3", sl.phases[1].restoredKeys["count"], flinkKeys(&p, "open", "count"))
+	j.equal("keys and counts each count subtask holds at the end", sl.phases[1].finalKeys["count"], flinkKeys(&p, "close", "count"))
 }
 
 // upgradeJob is the word count with a uid on every operator (count's is
@@ -870,22 +973,59 @@ func checkRegionFailover(j *judge, sl *slResult, fl *trace) {
 	}
 }
 
+// flinkExpired is Flink's CheckpointFailureReason.CHECKPOINT_EXPIRED message.
+const flinkExpired = "Checkpoint expired before completing."
+
 func checkExpired(j *judge, sl *slResult, fl *trace) {
 	p := fl.Phases[0]
 	var failures []string
+	var first *failedCheckpoint
 	for _, h := range p.Checkpoints.History {
-		if h.Status == "FAILED" {
-			failures = append(failures, fmt.Sprintf("%d: %s", h.ID, h.Failure))
+		if h.Status != "FAILED" {
+			continue
+		}
+		failures = append(failures, fmt.Sprintf("%d: %s", h.ID, h.Failure))
+		if first == nil {
+			reason := h.Failure
+			if strings.HasPrefix(h.Failure, flinkExpired) {
+				reason = string(engine.CheckpointExpired)
+			}
+			first = &failedCheckpoint{ID: h.ID, Reason: reason}
 		}
 	}
 	j.t.Logf("Flink failed checkpoints: %q", failures)
-	j.true("Flink counted a failed (expired) checkpoint", p.Checkpoints.Failed >= 1, p.Checkpoints)
+	j.true("Flink's first failed checkpoint is 3, expired", first != nil && first.ID == 3 && first.Reason == string(engine.CheckpointExpired), first)
 	j.true("Flink failed the job over (RESTARTING)", strings.Contains(strings.Join(flinkPath(&p), ","), "RESTARTING"), flinkPath(&p))
 	j.true("Flink restarted every subtask", len(p.RestartedSubtasks) == 8, p.RestartedSubtasks)
 	want := wordCountOutput(catalogueLines("expired-checkpoint")...)
 	got := committedMultiset(fl, "sink")
 	d, l, u := multisetDiff(got, want)
 	j.true("Flink's output is exactly once after the failover", d == 0 && l == 0 && u == 0, []int{d, l, u})
+	if sl == nil {
+		return
+	}
+	sp := sl.phases[0]
+	var slFirst *failedCheckpoint
+	if len(sp.failedCheckpoints) > 0 {
+		slFirst = &sp.failedCheckpoints[0]
+		j.t.Logf("StateLab failed checkpoints: %+v", sp.failedCheckpoints)
+	}
+	j.equal("the first failed checkpoint (id, reason)", slFirst, first)
+	flinkWhy, slWhy := false, false
+	for _, e := range p.Exceptions {
+		flinkWhy = flinkWhy || (e.Global && strings.Contains(e.RootCause, engine.ExceededTolerableFailuresMessage))
+	}
+	for _, m := range sp.statusMessages {
+		slWhy = slWhy || strings.Contains(m, engine.ExceededTolerableFailuresMessage)
+	}
+	if fl.FlinkVersion >= "2" { // MiniCluster 1.20 gives no exception history
+		j.equal("the failover says: "+engine.ExceededTolerableFailuresMessage, slWhy, flinkWhy)
+	}
+	j.equal("job statuses after the stalled snapshot", jobPath(sp.statusesAfterFault), flinkPath(&p))
+	j.equal("subtasks restarted", sp.restarted, sorted(p.RestartedSubtasks))
+	if c := sinkOf(sl, "sink"); c != nil {
+		j.equal("sink output exactly once (duplicates, losses, unexpected)", []int{c.DuplicateRecords, c.LostRecords, len(c.Unexpected)}, []int{d, l, u})
+	}
 }
 
 func checkTaskManagerLost(j *judge, sl *slResult, fl *trace) {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/statelab/statelab/engine"
 )
@@ -64,14 +65,21 @@ type phase struct {
 }
 
 // slFault is a StateLab command applied once the task has taken in at least
-// afterRecords records.
+// afterRecords records, or (cmd stallSnapshot) task's snapshot of
+// checkpoint stalled for stall (engine.Options.SnapshotStall, once).
 type slFault struct {
-	cmd          string // crash-subtask | crash-taskmanager
+	cmd          string // crash-subtask | crash-taskmanager | stallSnapshot
 	task         string // task watched (and crashed, for crash-subtask)
 	taskManager  string
 	afterRecords int64
 	then         []string // commands after it (e.g. restart-taskmanager)
+	checkpoint   int64
+	stall        time.Duration
 }
+
+// stallSnapshot is the slFault that stalls one snapshot: not a command, an
+// engine option the harness sets when it starts the Stepper.
+const stallSnapshot = "stall-snapshot"
 
 // genLines makes n lines of words from a small vocabulary, from a fixed seed.
 func genLines(seed uint64, n, words int) []string {

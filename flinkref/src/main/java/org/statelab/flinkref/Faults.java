@@ -28,6 +28,13 @@ public final class Faults {
         public int taskManager;
 
         final AtomicBoolean fired = new AtomicBoolean();
+        /** stall-checkpoint: the stall is over (slept its time, or interrupted when the task was cancelled). */
+        final AtomicBoolean ended = new AtomicBoolean();
+
+        /** Whether the fault has done all it does: fired, and a stall has ended. */
+        boolean done() {
+            return fired.get() && (!"stall-checkpoint".equals(kind) || ended.get());
+        }
     }
 
     /** Thrown by a subtask that was told to fail: the failure StateLab's crash-subtask injects. */
@@ -65,6 +72,8 @@ public final class Faults {
                     Thread.sleep(f.millis);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
+                } finally {
+                    f.ended.set(true);
                 }
             }
         }

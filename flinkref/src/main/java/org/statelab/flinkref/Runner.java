@@ -73,6 +73,9 @@ final class Runner {
             conf.set(RestOptions.BIND_PORT, "0");
             conf.set(RestOptions.ADDRESS, "127.0.0.1");
             conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
+            // Every checkpoint in the trace's history (Flink keeps the latest 10 by default), so a scenario sees
+            // which one failed and why even after many completed.
+            conf.set(org.apache.flink.configuration.WebOptions.CHECKPOINTS_HISTORY_SIZE, 1000);
             mc = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
                     .setNumTaskManagers(tms).setNumSlotsPerTaskManager(slots).build());
             mc.start();
@@ -368,7 +371,10 @@ final class Runner {
             }
             boolean faultsDone;
             synchronized (lost) {
-                faultsDone = !ph.path("awaitFaults").asBoolean(false) || (faults.stream().allMatch(f -> f.fired.get())
+                // A stalled snapshot is done when the stall is over: a stop-with-savepoint during the stall would
+                // abort the stalled checkpoint (stopCheckpointScheduler: CHECKPOINT_COORDINATOR_SUSPEND) before it
+                // could expire, and expire itself instead.
+                faultsDone = !ph.path("awaitFaults").asBoolean(false) || (faults.stream().allMatch(Faults.Fault::done)
                         && lost.size() == faults.stream().filter(f -> "tm-lost".equals(f.kind)).count());
             }
             long runningFor = (System.nanoTime() - start) / 1_000_000
