@@ -97,11 +97,22 @@ func (s *Step) Evaluate(o *Observation) Result {
 // performed (with the snapshot of that moment), feed it the engine's events,
 // and ask it with a fresh snapshot.
 //
+// A learner may perform a step's action more than once: a second click
+// that the engine refuses (the TaskManager is already lost, the subtask
+// already failed), or a second crash after the first one's restart. Each
+// such moment is added with Restart, and the step is done when its checks
+// hold from any of them: "this step" means since one of the learner's
+// actions, and a repeated click must not move the start past what the
+// first one caused (the job restarted before the second click, so
+// "restarted in this step" measured from the second could never hold).
+//
 // A Tracker is not safe for concurrent use; the web keeps one per session
 // and calls it from the session's goroutine.
 type Tracker struct {
-	step   *Step
-	start  engine.Snapshot
+	step *Step
+	// starts are the moments the step was acted on, oldest first (at
+	// most maxStarts: the first and the latest ones).
+	starts []engine.Snapshot
 	events []engine.Event
 }
 
@@ -109,10 +120,27 @@ type Tracker struct {
 // at events need them, and they look for one kind each.
 const maxTrackedEvents = 100000
 
+// maxStarts bounds the moments a Tracker judges from: the step's first
+// action and the latest ones.
+const maxStarts = 8
+
 // NewTracker starts tracking step from start.
 func NewTracker(step *Step, start engine.Snapshot) *Tracker {
-	return &Tracker{step: step, start: start}
+	return &Tracker{step: step, starts: []engine.Snapshot{start}}
 }
+
+// Restart adds a moment the step was acted on again; the events observed
+// so far are kept (they happened in this step).
+func (t *Tracker) Restart(start engine.Snapshot) {
+	if len(t.starts) == maxStarts {
+		// Keep the first action and the latest ones.
+		t.starts = append(t.starts[:1], t.starts[2:]...)
+	}
+	t.starts = append(t.starts, start)
+}
+
+// Starts is how many moments the step is judged from.
+func (t *Tracker) Starts() int { return len(t.starts) }
 
 // Observe records events the engine published since the tracker started.
 func (t *Tracker) Observe(events ...engine.Event) {
@@ -123,9 +151,21 @@ func (t *Tracker) Observe(events ...engine.Event) {
 	}
 }
 
-// Check judges the step on now; state may be nil if no check needs it.
+// Check judges the step on now, from each moment it was acted on, the
+// latest first; state may be nil if no check needs it. The result is the
+// first that is done, else the latest moment's.
 func (t *Tracker) Check(now engine.Snapshot, state StateReader) Result {
-	return t.step.Evaluate(&Observation{Start: &t.start, Now: &now, Events: t.events, State: state})
+	var latest Result
+	for i := len(t.starts) - 1; i >= 0; i-- {
+		r := t.step.Evaluate(&Observation{Start: &t.starts[i], Now: &now, Events: t.events, State: state})
+		if r.Done {
+			return r
+		}
+		if i == len(t.starts)-1 {
+			latest = r
+		}
+	}
+	return latest
 }
 
 // relevantEvent lists the event kinds predicates read.

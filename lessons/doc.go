@@ -1,6 +1,6 @@
-// Package lessons is StateLab's course: twelve executable lessons on Flink
-// state, checkpoints and rescaling, written in English and Chinese, and the
-// machinery that keeps them honest.
+// Package lessons is StateLab's course: executable lessons on Flink state,
+// checkpoints and rescaling (the catalogue says how many), written in English
+// and Chinese, and the machinery that keeps them honest.
 //
 // A lesson is a folder under content/ (embedded into the binary): the texts
 // lesson.en.md and lesson.zh.md, and scenario.yaml with the job, the seed
@@ -42,9 +42,16 @@
 //     subtask is RUNNING first, as the headless runner does). A reset
 //     action names a job variant: start a new engine with Lesson.Job(name)
 //     and create a new Tracker from its first snapshot.
+//     When the learner performs one of the step's actions again (a second
+//     click, even one the engine refuses), call Tracker.Restart with the
+//     snapshot of that moment: the step is judged from each of its
+//     actions, so a repeated click never moves "this step" past what the
+//     first one caused.
 //  4. Feed every engine event to Tracker.Observe, and after each batch call
 //     Tracker.Check with a fresh Snapshot (and the engine as StateReader).
-//     When Result.Done, show the tick and move on to step i+1 (go to 2).
+//     Judge again now and then even without events (a subscriber that fell
+//     behind misses some; a run that went quiet sends none). When
+//     Result.Done, show the tick and move on to step i+1 (go to 2).
 //
 // Lesson.Run does the same headlessly on the Stepper, and `statelab lessons
 // check` runs it for every lesson in CI: a lesson whose text and engine

@@ -79,6 +79,12 @@ const (
 	lessonReadyWithin = 2 * time.Minute
 	// lessonPoll is how often "do it for me" looks whether the job is ready.
 	lessonPoll = 50 * time.Millisecond
+	// lessonRejudge is the most time between two judgements of a step
+	// that waits for its checks, whether or not an event came: the
+	// watcher is woken by events, and a run that went quiet after its
+	// last one (a job FAILED for good, every source read) must still be
+	// judged on its latest snapshot.
+	lessonRejudge = time.Second
 	// maxStepEvents bounds the events kept for a restarted Tracker.
 	maxStepEvents = 10000
 )
@@ -310,6 +316,16 @@ func (lr *lessonRun) watch() {
 		// seen are the step's events a Tracker reads (Tracker.Observe
 		// keeps only these kinds), to hand to a restarted Tracker.
 		seen []engine.Event
+		// actedHere: the current Tracker starts at an action of its step
+		// (a reset's new engine, a learner's command), so a further
+		// action adds a start instead of replacing it.
+		actedHere bool
+		// dropped is the subscription's count of missed events at the
+		// last look, judged is when the step was last judged: a missed
+		// event (the watcher fell behind) or a quiet run must not leave a
+		// step unjudged, so both make it judge again.
+		dropped int64
+		judged  time.Time
 	)
 	defer func() {
 		if sub != nil {
@@ -341,6 +357,7 @@ func (lr *lessonRun) watch() {
 			step := lr.l.Steps[lr.cur]
 			lr.mu.Unlock()
 			tracker, dirty, seen = lessons.NewTracker(step, snap), true, nil
+			actedHere, dropped = r.step < 0 && hasAction(step, CmdReset), 0
 			close(r.done)
 			lr.broadcast()
 		case r := <-lr.restart:
@@ -349,8 +366,17 @@ func (lr *lessonRun) watch() {
 				step := lr.l.Steps[lr.cur]
 				lr.acted = true
 				lr.mu.Unlock()
-				tracker = lessons.NewTracker(step, r.start)
-				tracker.Observe(seen...)
+				if !actedHere {
+					// The step's first action: "this step" starts here
+					// (with the events seen since the step began).
+					tracker = lessons.NewTracker(step, r.start)
+					tracker.Observe(seen...)
+				} else {
+					// A repeated action (a second click, one the
+					// engine refuses) adds a start and keeps the first.
+					tracker.Restart(r.start)
+				}
+				actedHere, dirty = true, true
 			}
 			close(r.done)
 		case e, ok := <-events:
@@ -365,13 +391,21 @@ func (lr *lessonRun) watch() {
 			dirty = true
 		case <-lr.poke:
 			dirty = true
-		case <-tick.C:
+		case now := <-tick.C:
+			if sub != nil {
+				if d := sub.Dropped(); d != dropped {
+					dropped, dirty = d, true
+				}
+			}
+			if now.Sub(judged) >= lessonRejudge {
+				dirty = true
+			}
 			if dirty && eng != nil && lr.judging() {
-				dirty = false
+				dirty, judged = false, now
 				var advanced bool
 				tracker, advanced = lr.judge(eng, tracker)
 				if advanced {
-					seen = nil
+					seen, actedHere = nil, false
 				}
 				dirty = advanced // the next step may hold at once
 			}

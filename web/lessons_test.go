@@ -421,3 +421,41 @@ func TestLessonCapstoneIsGoalsOnly(t *testing.T) {
 	assert.Contains(t, r["message"], "replay a step you have reached (1 to 1), not step 2")
 	assert.Equal(t, "ack", lc.command(CmdLessonReplay, map[string]any{"step": 1})["type"])
 }
+
+// TestLessonRepeatedActionKeepsTheFirst: a learner's click that the
+// browser sends twice under load (chromedp's click timed out after the
+// press and the release were delivered, so it clicked again; a person
+// double-clicks) crashes TaskManager tm-1 once and then asks to crash it
+// again after the job has already restarted. The engine refuses the second
+// (tm-1 is already lost), but the step's Tracker used to start again at
+// that moment — after the restart — so "restarted at least once in this
+// step" and "restored from the latest checkpoint" could never hold and the
+// step was never ticked (seen in the capstone's step 2 and lesson 13 under
+// load). The run is paused and stepped by hand, so the second request
+// lands after the restart and before every subtask runs again, every time.
+func TestLessonRepeatedActionKeepsTheFirst(t *testing.T) {
+	ts := newTestServer(t, nil)
+	lc := dialLesson(t, ts, "lesson=05-failure-and-recovery&step=2")
+	require.Equal(t, "ack", lc.command(CmdLessonStatus, nil)["type"])
+	lc.until(10*time.Second, "step 2", func(m msg) bool { return m["step"] == 2.0 })
+	deadline := time.Now().Add(lessonTickWait)
+	for s := lc.snapshot(); lessons.NotReady(&s) != ""; s = lc.snapshot() {
+		require.True(t, time.Now().Before(deadline), "the job never ran: %s", lessons.NotReady(&s))
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Equal(t, "ack", lc.command(CmdPause, nil)["type"])
+	r := lc.command(CmdCrashTaskManager, map[string]any{"taskManager": "tm-1"})
+	require.Equal(t, "ack", r["type"], "%v", r)
+	for s := lc.snapshot(); s.Counters.Restarts == 0; s = lc.snapshot() {
+		require.True(t, time.Now().Before(deadline), "the job never restarted after tm-1 was lost")
+		require.Equal(t, "ack", lc.command(CmdStep, map[string]any{"count": 1})["type"])
+	}
+	s := lc.snapshot()
+	require.NotEmpty(t, lessons.NotReady(&s), "the restarted job is not running yet")
+	require.NotContains(t, lc.ticks, 2, "no tick before the job runs again")
+	r = lc.command(CmdCrashTaskManager, map[string]any{"taskManager": "tm-1"})
+	require.Equal(t, "error", r["type"], "tm-1 is already lost: %v", r)
+	assert.Contains(t, r["message"], "already lost")
+	require.Equal(t, "ack", lc.command(CmdResume, nil)["type"])
+	lc.until(90*time.Second, "the tick of step 2 after the refused second crash", func(msg) bool { return slices.Contains(lc.ticks, 2) })
+}
