@@ -31,8 +31,11 @@
 //     (Flink's InternalTimerServiceImpl, timers.go), stored as entries of the
 //     reserved MapStates "_timer_state/event_<service>" and
 //     "_timer_state/processing_<service>", so they are snapshotted, restored
-//     and rescaled with their key groups; an in-memory heap per key group
-//     (and a heap of their heads) orders them.
+//     and rescaled with their key groups; on the memory backends an
+//     in-memory heap per key group (and a heap of their heads) orders them,
+//     on pebble a key range of their own ordered by timestamp per key group,
+//     with at most timerCacheSize (32) timers per key group cached in memory
+//     (pebble_timers.go, after RocksDBCachingPriorityQueueSet).
 //   - OperatorBackend: non-keyed operator state of one subtask: ListState in
 //     split-distribute mode (OperatorList, Flink's getListState), in union
 //     mode (UnionList, getUnionListState), and BroadcastState (Broadcast).

@@ -25,14 +25,16 @@ import (
 // entry (on pebble they live under a state id of their own, i.e. a key
 // prefix of their own, the role of Flink's column family), and a map entry
 // exists at most once, which is the de-duplication of Flink's
-// HeapPriorityQueueSet. On top of the stored entries the TimerService keeps
-// an index in memory: one binary heap per key group and a heap of the key
-// groups' heads (Flink's KeyGroupPartitionedPriorityQueue with its
-// HeapPriorityQueueSet per key group). On pebble this index is the whole of
-// Flink's cache in RocksDBCachingPriorityQueueSet, not just the head of each
-// key group: StateLab's timer counts are small enough to hold them all.
-// The index is rebuilt from the stored entries when the service is created
-// on a restored backend.
+// HeapPriorityQueueSet. What orders them differs by backend, as in Flink:
+// the memory backends keep an index in memory, one binary heap per key
+// group and a heap of the key groups' heads (Flink's
+// KeyGroupPartitionedPriorityQueue with a HeapPriorityQueueSet per key
+// group); pebble keeps the order on disk, a key range of its own sorted by
+// timestamp within each key group, and caches only the first few timers of
+// each key group in memory (Flink's RocksDBCachingPriorityQueueSet,
+// pebble_timers.go), so its memory does not grow with the number of pending
+// timers. Either is rebuilt from the stored entries when the service is
+// created on a restored backend.
 
 // TimeDomain says which clock fires a timer.
 type TimeDomain uint8
@@ -111,19 +113,47 @@ type scanner interface {
 	scanState(id stateID, fn func(kg int, key, userKey, value []byte) error) error
 }
 
+// diskTimers is a backend that keeps its timer queues on disk (pebble):
+// openTimerQueue makes the queue of the timer state id and rebuilds its
+// on-disk order from the state's stored entries.
+type diskTimers interface {
+	openTimerQueue(d TimeDomain, id stateID) (timerQueue, error)
+}
+
+// timerQueue is one time domain's timers of a TimerService: the stored
+// entries and what orders them. The memory backends keep the order in heaps
+// in memory (heapTimerQueue); pebble keeps it on disk and caches the heads
+// (pebbleTimerQueue).
+type timerQueue interface {
+	// register stores t unless it is there; the backend's current key is
+	// t's key.
+	register(b rawBackend, t Timer) error
+	// delete removes t if it is there; the backend's current key is t's key.
+	delete(b rawBackend, t Timer) error
+	// peek is the earliest timer.
+	peek() (Timer, bool)
+	// size is the number of timers.
+	size() int
+	// list returns at least the first limit timers in firing order (0: all),
+	// possibly more.
+	list(limit int) ([]Timer, error)
+	// inMemory is the number of timers held in memory.
+	inMemory() int
+}
+
 // TimerService holds the event-time and processing-time timers of one
 // operator subtask in its keyed backend (Flink's InternalTimerServiceImpl).
 // Like the backend it is not safe for concurrent use.
 type TimerService struct {
 	b      rawBackend
 	name   string
-	queues [2]*timerQueue
-	ukBuf  []byte
+	queues [2]timerQueue
 }
 
 // NewTimerService registers the timer states of service name in b and
-// rebuilds the in-memory queues from what b already holds (a restore).
-// Obtain it once per backend, after the backend is created or restored.
+// rebuilds the queues' order from what b already holds (a restore): in
+// memory on the memory backends, on disk on pebble. Obtain it once per
+// backend, after the backend is created or restored.
 func NewTimerService(b KeyedBackend, name string) (*TimerService, error) {
 	rb, err := rawOf(b)
 	if err != nil {
@@ -140,11 +170,19 @@ func NewTimerService(b KeyedBackend, name string) (*TimerService, error) {
 		if err != nil {
 			return nil, fmt.Errorf("state: register timer state: %w", err)
 		}
-		q := newTimerQueue(d, id, r.Start, r.Len())
+		if dt, ok := b.(diskTimers); ok {
+			q, err := dt.openTimerQueue(d, id)
+			if err != nil {
+				return nil, fmt.Errorf("state: restore timers of %s: %w", TimerStateName(name, d), err)
+			}
+			s.queues[d] = q
+			continue
+		}
+		q := newHeapTimerQueue(d, id, r.Start, r.Len())
 		err = sc.scanState(id, func(kg int, key, userKey, _ []byte) error {
 			ts, ns, ok := parseTimerUserKey(userKey)
 			if !ok {
-				return fmt.Errorf("%w: timer entry of key %q in key group %d has a malformed timestamp", ErrCorrupt, key, kg)
+				return malformedTimer(key, kg)
 			}
 			q.add(Timer{Domain: d, Timestamp: ts, Key: string(key), Namespace: ns, KeyGroup: kg})
 			return nil
@@ -157,6 +195,10 @@ func NewTimerService(b KeyedBackend, name string) (*TimerService, error) {
 	return s, nil
 }
 
+func malformedTimer(key []byte, kg int) error {
+	return fmt.Errorf("%w: timer entry of key %q in key group %d has a malformed timestamp", ErrCorrupt, key, kg)
+}
+
 // Register adds a timer for the backend's current key in domain d at ts in
 // namespace ns; a timer equal in all four is kept once (Flink's
 // registerEventTimeTimer / registerProcessingTimeTimer).
@@ -165,16 +207,10 @@ func (s *TimerService) Register(d TimeDomain, ns string, ts int64) error {
 	if kg < 0 {
 		return ErrNoCurrentKey
 	}
-	q := s.queues[d]
 	t := Timer{Domain: d, Timestamp: ts, Key: string(key), Namespace: ns, KeyGroup: kg}
-	if q.contains(t) {
-		return nil
-	}
-	s.ukBuf = timerUserKey(s.ukBuf[:0], ts, ns)
-	if err := s.b.put(q.id, s.ukBuf, []byte{}); err != nil {
+	if err := s.queues[d].register(s.b, t); err != nil {
 		return fmt.Errorf("state: register timer: %w", err)
 	}
-	q.add(t)
 	return nil
 }
 
@@ -185,21 +221,16 @@ func (s *TimerService) Delete(d TimeDomain, ns string, ts int64) error {
 	if kg < 0 {
 		return ErrNoCurrentKey
 	}
-	q := s.queues[d]
 	t := Timer{Domain: d, Timestamp: ts, Key: string(key), Namespace: ns, KeyGroup: kg}
-	if !q.remove(t) {
-		return nil
-	}
-	s.ukBuf = timerUserKey(s.ukBuf[:0], ts, ns)
-	if err := s.b.remove(q.id, s.ukBuf); err != nil {
+	if err := s.queues[d].delete(s.b, t); err != nil {
 		return fmt.Errorf("state: delete timer: %w", err)
 	}
 	return nil
 }
 
 // Advance fires, in timestamp order, every timer of domain d whose
-// timestamp is at most time: it removes the timer, makes its key the
-// backend's current key and calls fn (Flink's advanceWatermark and
+// timestamp is at most time: it makes the timer's key the backend's
+// current key, removes the timer and calls fn (Flink's advanceWatermark and
 // onProcessingTime). fn may register and delete timers; one it registers at
 // or before time fires in the same call, as in Flink.
 func (s *TimerService) Advance(d TimeDomain, time int64, fn func(Timer) error) error {
@@ -209,12 +240,10 @@ func (s *TimerService) Advance(d TimeDomain, time int64, fn func(Timer) error) e
 		if !ok || t.Timestamp > time {
 			return nil
 		}
-		q.remove(t)
 		if err := s.b.SetCurrentKeyString(t.Key, t.KeyGroup); err != nil {
 			return fmt.Errorf("state: fire timer: %w", err)
 		}
-		s.ukBuf = timerUserKey(s.ukBuf[:0], t.Timestamp, t.Namespace)
-		if err := s.b.remove(q.id, s.ukBuf); err != nil {
+		if err := q.delete(s.b, t); err != nil {
 			return fmt.Errorf("state: fire timer: %w", err)
 		}
 		if err := fn(t); err != nil {
@@ -227,18 +256,18 @@ func (s *TimerService) Advance(d TimeDomain, time int64, fn func(Timer) error) e
 func (s *TimerService) Next(d TimeDomain) (Timer, bool) { return s.queues[d].peek() }
 
 // Len is the number of timers of domain d.
-func (s *TimerService) Len(d TimeDomain) int { return len(s.queues[d].index) }
+func (s *TimerService) Len(d TimeDomain) int { return s.queues[d].size() }
 
-// Timers lists the timers of domain d in firing order, at most limit (0 = all).
+// Timers lists the timers of domain d in firing order, at most limit (0 =
+// all). On pebble it reads them from disk; a read error ends the list early.
 func (s *TimerService) Timers(d TimeDomain, limit int) []Timer {
-	q := s.queues[d]
-	out := make([]Timer, 0, len(q.index))
-	for _, e := range q.index {
-		out = append(out, e.Timer)
-	}
+	out, _ := s.queues[d].list(limit)
 	slices.SortFunc(out, compareTimers)
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
+	}
+	if out == nil {
+		out = []Timer{}
 	}
 	return out
 }
@@ -323,17 +352,21 @@ func (h headHeap) Swap(i, j int) {
 func (h *headHeap) Push(x any) { panic("fixed size") }
 func (h *headHeap) Pop() any   { panic("fixed size") }
 
-type timerQueue struct {
+// heapTimerQueue is the memory backends' queue: every timer in memory, as
+// Flink's HeapPriorityQueueSet per key group under a
+// KeyGroupPartitionedPriorityQueue.
+type heapTimerQueue struct {
 	domain TimeDomain
 	id     stateID
 	start  int
 	kgs    []*kgHeap
 	heads  headHeap
 	index  map[timerID]*timerElem
+	ukBuf  []byte
 }
 
-func newTimerQueue(d TimeDomain, id stateID, start, n int) *timerQueue {
-	q := &timerQueue{domain: d, id: id, start: start, kgs: make([]*kgHeap, n), heads: make(headHeap, n), index: map[timerID]*timerElem{}}
+func newHeapTimerQueue(d TimeDomain, id stateID, start, n int) *heapTimerQueue {
+	q := &heapTimerQueue{domain: d, id: id, start: start, kgs: make([]*kgHeap, n), heads: make(headHeap, n), index: map[timerID]*timerElem{}}
 	for i := range q.kgs {
 		q.kgs[i] = &kgHeap{pos: i}
 		q.heads[i] = q.kgs[i]
@@ -343,9 +376,9 @@ func newTimerQueue(d TimeDomain, id stateID, start, n int) *timerQueue {
 
 func idOf(t Timer) timerID { return timerID{ts: t.Timestamp, key: t.Key, ns: t.Namespace} }
 
-func (q *timerQueue) contains(t Timer) bool { _, ok := q.index[idOf(t)]; return ok }
+func (q *heapTimerQueue) contains(t Timer) bool { _, ok := q.index[idOf(t)]; return ok }
 
-func (q *timerQueue) add(t Timer) {
+func (q *heapTimerQueue) add(t Timer) {
 	id := idOf(t)
 	if _, ok := q.index[id]; ok {
 		return
@@ -359,7 +392,7 @@ func (q *timerQueue) add(t Timer) {
 	}
 }
 
-func (q *timerQueue) remove(t Timer) bool {
+func (q *heapTimerQueue) remove(t Timer) bool {
 	id := idOf(t)
 	e, ok := q.index[id]
 	if !ok {
@@ -375,9 +408,40 @@ func (q *timerQueue) remove(t Timer) bool {
 	return true
 }
 
-func (q *timerQueue) peek() (Timer, bool) {
+func (q *heapTimerQueue) peek() (Timer, bool) {
 	if len(q.heads) == 0 || len(q.heads[0].elems) == 0 {
 		return Timer{}, false
 	}
 	return q.heads[0].elems[0].Timer, true
+}
+
+func (q *heapTimerQueue) register(b rawBackend, t Timer) error {
+	if q.contains(t) {
+		return nil
+	}
+	q.ukBuf = timerUserKey(q.ukBuf[:0], t.Timestamp, t.Namespace)
+	if err := b.put(q.id, q.ukBuf, []byte{}); err != nil {
+		return err
+	}
+	q.add(t)
+	return nil
+}
+
+func (q *heapTimerQueue) delete(b rawBackend, t Timer) error {
+	if !q.remove(t) {
+		return nil
+	}
+	q.ukBuf = timerUserKey(q.ukBuf[:0], t.Timestamp, t.Namespace)
+	return b.remove(q.id, q.ukBuf)
+}
+
+func (q *heapTimerQueue) size() int     { return len(q.index) }
+func (q *heapTimerQueue) inMemory() int { return len(q.index) }
+
+func (q *heapTimerQueue) list(int) ([]Timer, error) {
+	out := make([]Timer, 0, len(q.index))
+	for _, e := range q.index {
+		out = append(out, e.Timer)
+	}
+	return out, nil
 }
