@@ -113,9 +113,12 @@ type driverEngine struct {
 	st     *engine.Stepper
 	l      *engine.Live
 	factor float64
-	cancel context.CancelFunc // of the Stepper's Play
-	done   chan struct{}      // closed when Play returns
-	closed bool
+	// livePaused: Live's play state as Pause, Resume and SetDriver left
+	// it (Playing reads it instead of a Snapshot).
+	livePaused bool
+	cancel     context.CancelFunc // of the Stepper's Play
+	done       chan struct{}      // closed when Play returns
+	closed     bool
 }
 
 var (
@@ -197,6 +200,7 @@ func (e *driverEngine) Resume() error {
 	}
 	if e.l != nil {
 		e.l.Resume()
+		e.livePaused = false
 		return nil
 	}
 	if e.done != nil {
@@ -224,6 +228,7 @@ func (e *driverEngine) Pause() error {
 	defer e.mu.Unlock()
 	if e.l != nil {
 		e.l.Pause()
+		e.livePaused = true
 		return nil
 	}
 	e.stopPlayLocked()
@@ -238,6 +243,29 @@ func (e *driverEngine) stopPlayLocked() {
 	e.cancel()
 	<-e.done
 	e.done, e.cancel = nil, nil
+}
+
+// Playing reports whether the run plays: on the Stepper, whether Play runs
+// (it returns by itself when nothing more can happen); on Live, whether it
+// was paused. It is cheaper than a Snapshot, which the reaper would
+// otherwise take of every unwatched session on each of its ticks (idle.go).
+func (e *driverEngine) Playing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return false
+	case e.l != nil:
+		return !e.livePaused
+	case e.done == nil:
+		return false
+	}
+	select {
+	case <-e.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // Step pauses a playing run, then performs n steps (teaching mode only).
@@ -293,7 +321,7 @@ func (e *driverEngine) SetDriver(driver string) error {
 		if err != nil {
 			return commandError(err)
 		}
-		e.st, e.l, e.factor = nil, l, 1
+		e.st, e.l, e.factor, e.livePaused = nil, l, 1, !playing
 		if !playing {
 			l.Pause()
 		}

@@ -39,7 +39,7 @@ func (srv *Server) reserveFork(now time.Time) *protoError {
 	}
 	var idle []*Session
 	for _, s := range srv.sessions.all() {
-		if s.Kind == KindFork && s.Viewers() == 0 && now.Sub(time.Unix(0, s.active.Load())) >= forkGrace {
+		if s.Kind == KindFork && !s.watched() && now.Sub(time.Unix(0, s.active.Load())) >= forkGrace {
 			idle = append(idle, s)
 		}
 	}

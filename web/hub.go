@@ -115,6 +115,7 @@ func (h *hub) handle(m hubMsg) {
 		h.clients[m.c] = m.s
 		h.connected.Add(1)
 		m.s.viewers.Store(int64(len(set)))
+		m.s.joining.Add(-1) // after the count above: see Session.watched
 		m.s.touch()
 		if m.frame != nil {
 			h.deliver(m.c, m.frame)

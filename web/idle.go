@@ -38,28 +38,41 @@ func (s *Session) setEventBuffer(n int) {
 }
 
 // pauseUnwatched pauses s's run when nobody has watched it for the grace
-// period; it reports whether it did.
+// period; it reports whether it did. A run paused already stays as it is
+// (its viewer's own pause is kept); a run the reaper paused that played
+// again with nobody watching (a lesson's "do it for me" ends by letting the
+// job run) is paused again.
+//
+// idleMu makes the check that nobody watches and the pause one step with
+// respect to resumeWatched: a viewer that starts joining before the check
+// stops the pause (watched), one that starts after it finds idlePaused set
+// and resumes the run.
 func (s *Session) pauseUnwatched(now time.Time, grace time.Duration) bool {
-	if s.Viewers() > 0 || s.idlePaused.Load() || s.closed.Load() {
+	if s.watched() || s.closed.Load() {
 		return false
 	}
 	if now.Sub(time.Unix(0, s.active.Load())) < grace {
 		return false
 	}
+	if !playing(s.engine()) {
+		return false
+	}
+	s.idleMu.Lock()
+	defer s.idleMu.Unlock()
 	s.cmdMu.Lock()
 	defer s.cmdMu.Unlock()
-	if s.Viewers() > 0 || s.closed.Load() {
+	if s.watched() || s.closed.Load() {
 		return false
 	}
 	eng := s.engine()
-	if eng.Snapshot().Paused {
-		return false // paused by its viewer: it stays so
+	if !playing(eng) {
+		return false
 	}
 	if err := eng.Pause(); err != nil {
 		s.srv.log.Warn("pause an unwatched session", "session", s.ID, "err", err)
 		return false
 	}
-	if !eng.Snapshot().Paused {
+	if playing(eng) {
 		// A play that was just starting can undo the pause; the next
 		// tick of the reaper tries again.
 		return false
@@ -86,6 +99,8 @@ func (s *Session) pauseUnwatched(now time.Time, grace time.Duration) bool {
 
 // resumeWatched resumes a run pauseUnwatched paused, when a viewer joins.
 func (s *Session) resumeWatched() {
+	s.idleMu.Lock()
+	defer s.idleMu.Unlock()
 	if !s.idlePaused.CompareAndSwap(true, false) {
 		return
 	}
@@ -100,6 +115,18 @@ func (s *Session) resumeWatched() {
 		return
 	}
 	s.requestSnapshot()
+}
+
+// player is an Engine that can say whether its run plays more cheaply than
+// a Snapshot (driverEngine.Playing).
+type player interface{ Playing() bool }
+
+// playing reports whether eng's run plays.
+func playing(eng Engine) bool {
+	if p, ok := eng.(player); ok {
+		return p.Playing()
+	}
+	return !eng.Snapshot().Paused
 }
 
 // pauseUnwatchedSessions pauses every session nobody has watched for the

@@ -42,6 +42,10 @@ type Session struct {
 	srv     *Server
 	run     RunConfig // how the current engine was started (reset restarts from it)
 	viewers atomic.Int64
+	// joining counts connections between join and the hub's registration
+	// (the pump builds their first snapshot meanwhile, which can take a
+	// second on a busy machine): they watch already (watched).
+	joining atomic.Int64
 	active  atomic.Int64 // unix nanoseconds of the last join, leave or command
 
 	// cmdMu serialises commands, so two viewers' commands never interleave
@@ -60,8 +64,10 @@ type Session struct {
 	done     chan struct{}
 	closed   atomic.Bool
 	resets   atomic.Int64
-	// idlePaused: the run was paused because nobody watched (idle.go).
+	// idlePaused: the run was paused because nobody watched (idle.go);
+	// idleMu orders that pause with a joining viewer's resume.
 	idlePaused atomic.Bool
+	idleMu     sync.Mutex
 	// lesson is set for a lesson session (lessons.go) before the session is
 	// listed, and never changes.
 	lesson *lessonRun
@@ -76,6 +82,11 @@ func (s *Session) touch() { s.active.Store(time.Now().UnixNano()) }
 
 // Viewers is how many connections watch the session now.
 func (s *Session) Viewers() int { return int(s.viewers.Load()) }
+
+// watched reports whether a viewer watches the session or is joining it.
+// joining is read first: the hub stores the new viewer count before it
+// counts the joiner out, so a joiner is always seen in one or the other.
+func (s *Session) watched() bool { return s.joining.Load() > 0 || s.viewers.Load() > 0 }
 
 // engine returns the current engine.
 func (s *Session) engine() Engine {
@@ -151,13 +162,17 @@ func (s *Session) close(reason string) {
 }
 
 // join registers c with the session; the pump sends it a snapshot first.
-// A run paused because nobody watched plays on.
+// A run paused because nobody watched plays on. From here until the hub
+// has registered c, c counts as joining (watched), so the reaper cannot
+// pause the run under a viewer whose first snapshot is still being built.
 func (s *Session) join(c *client) bool {
+	s.joining.Add(1)
 	select {
 	case s.joins <- c:
 		s.resumeWatched()
 		return true
 	case <-s.done:
+		s.joining.Add(-1)
 		return false
 	}
 }
@@ -562,7 +577,7 @@ func (srv *Server) reapIdle(now time.Time) int {
 	n := 0
 	for _, s := range srv.sessions.all() {
 		idle := now.Sub(time.Unix(0, s.active.Load()))
-		if s.Viewers() == 0 && idle >= srv.idleTimeout(s) {
+		if !s.watched() && idle >= srv.idleTimeout(s) {
 			srv.sessions.remove(s.ID)
 			s.close(fmt.Sprintf("idle for %s with no viewer", idle.Round(time.Second)))
 			n++
