@@ -84,9 +84,9 @@ type KeyedBackendConfig struct {
 	Incremental bool
 	// Logger receives Pebble's log lines; nil discards them.
 	Logger *slog.Logger
-	// FS is the file system of the pebble backend's own file operations
-	// (its directory, local checkpoints, uploads and downloads); nil: the
-	// real disk. Pebble's LSM files go through Pebble's vfs.FS.
+	// FS is the file system of the pebble backend's file operations (its
+	// directory, local checkpoints, uploads and downloads, and Pebble's own
+	// LSM files through pebbleFS); nil: the real disk.
 	FS FileSystem
 	// KeyRenderer shows a serialized key in Entries; nil uses RenderBytes.
 	KeyRenderer func([]byte) string

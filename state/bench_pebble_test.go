@@ -27,7 +27,7 @@ func BenchmarkValueStatePebble(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer kb.Close()
-	db, err := openPebble(filepath.Join(dir, "bare"), nil, false)
+	db, err := openPebble(nil, filepath.Join(dir, "bare"), nil, false)
 	if err != nil {
 		b.Fatal(err)
 	}

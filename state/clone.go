@@ -2,9 +2,9 @@ package state
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 )
@@ -163,7 +163,7 @@ func CloneStorage(s CheckpointStorage, dir string) (CheckpointStorage, error) {
 		if filepath.Clean(root) == filepath.Clean(b.root) {
 			return nil, fmt.Errorf("state: copy filesystem checkpoint storage: %s is the original's directory", root)
 		}
-		if err := copyTree(b.root, root); err != nil {
+		if err := copyTree(b.fsys, b.root, root); err != nil {
 			return nil, fmt.Errorf("state: copy filesystem checkpoint storage: %w", err)
 		}
 		nb, err := newFSBlobs(b.fsys, root)
@@ -177,10 +177,11 @@ func CloneStorage(s CheckpointStorage, dir string) (CheckpointStorage, error) {
 	return n, nil
 }
 
-// copyTree copies the regular files under src into dst (hard links where
-// the file system allows: checkpoint files are never rewritten in place).
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+// copyTree copies the regular files under src into dst on fsys (hard
+// links where the file system allows: checkpoint files are never rewritten
+// in place). An error names the file.
+func copyTree(fsys FileSystem, src, dst string) error {
+	return fsys.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -190,18 +191,40 @@ func copyTree(src, dst string) error {
 		}
 		to := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
+			return fsys.MkdirAll(to)
 		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		if os.Link(p, to) == nil {
+		if fsys.Link(p, to) == nil {
 			return nil
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
+		if err := copyFile(fsys, p, to); err != nil {
+			return fmt.Errorf("copy %s: %w", p, err)
 		}
-		return os.WriteFile(to, data, 0o644)
+		return nil
 	})
+}
+
+func copyFile(fsys FileSystem, from, to string) error {
+	in, err := fsys.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := fsys.Create(to)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = fsys.Remove(to)
+	}
+	return err
 }

@@ -5,7 +5,6 @@ package state
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -32,7 +31,7 @@ func clonePebble(b *pebbleBackend, cfg KeyedBackendConfig) (_ KeyedBackend, err 
 			if nb.db != nil {
 				_ = nb.db.Close()
 			}
-			_ = os.RemoveAll(cfg.Dir)
+			_ = orOS(cfg.FS).RemoveAll(cfg.Dir)
 		}
 	}()
 	if err := b.db.Flush(); err != nil {
@@ -41,7 +40,7 @@ func clonePebble(b *pebbleBackend, cfg KeyedBackendConfig) (_ KeyedBackend, err 
 	if err := b.db.Checkpoint(nb.dbDir, pebble.WithFlushedWAL()); err != nil {
 		return nil, fmt.Errorf("state: copy keyed backend: pebble checkpoint into %s: %w", nb.dbDir, err)
 	}
-	db, err := openPebble(nb.dbDir, cfg.Logger, false)
+	db, err := openPebble(cfg.FS, nb.dbDir, cfg.Logger, false)
 	if err != nil {
 		return nil, fmt.Errorf("state: copy keyed backend: open the copy in %s: %w", nb.dbDir, err)
 	}

@@ -65,9 +65,10 @@
 //     Each operator's state carries its OperatorID (Hash) and uid, the key
 //     a restore matches it by.
 //   - FileSystem (fs.go): the one interface every file operation of the
-//     checkpoint storage, the task-local store and the pebble backend
-//     (KeyedBackendConfig.FS) goes through; Pebble's LSM files go through
-//     Pebble's vfs.FS. OSFS is the disk; ErrorFS
+//     checkpoint storage, the task-local store, fork copies (clone.go) and
+//     the pebble backend (KeyedBackendConfig.FS) goes through; Pebble's LSM
+//     files go through a vfs.FS made from it (pebble_vfs.go), so injected
+//     faults reach SSTs too. OSFS is the disk; ErrorFS
 //     injects faults per operation (errors, short writes), as Pebble's
 //     vfs/errorfs does.
 //   - TaskLocalStore (localstore.go): task-local copies of checkpoint files

@@ -10,10 +10,13 @@ import (
 	"sync"
 )
 
-// FileSystem is the one file system interface the state package's own files go
+// FileSystem is the one file system interface the state package's files go
 // through: the filesystem checkpoint storage, the TaskManagers' task-local
-// state copies and the local directories it removes (Pebble's own files go
-// through Pebble's vfs.FS). OSFS is the real disk; ErrorFS wraps any FS and
+// state copies and the local directories it removes, copies of storage and
+// backends for a fork (clone.go), and the pebble backend's own file work.
+// Pebble's LSM files go through Pebble's vfs.FS, which pebbleFS
+// (pebble_vfs.go) makes from this one, so an ErrorFS's faults reach them
+// too. OSFS is the real disk; ErrorFS wraps any FS and
 // injects faults, in the manner of Pebble's vfs/errorfs, so a test breaks a
 // disk in a few lines instead of deleting directories.
 type FileSystem interface {
@@ -22,6 +25,9 @@ type FileSystem interface {
 	// Open opens name for reading.
 	Open(name string) (File, error)
 	Rename(oldname, newname string) error
+	// Link makes newname a hard link to oldname (a file never rewritten
+	// in place: checkpoint files, SSTs); callers copy when it fails.
+	Link(oldname, newname string) error
 	// Remove removes a file or an empty directory.
 	Remove(name string) error
 	RemoveAll(name string) error
@@ -57,6 +63,7 @@ func (osFS) Create(name string) (File, error) {
 }
 func (osFS) Open(name string) (File, error)        { return os.Open(name) }
 func (osFS) Rename(oldname, newname string) error  { return os.Rename(oldname, newname) }
+func (osFS) Link(oldname, newname string) error    { return os.Link(oldname, newname) }
 func (osFS) Remove(name string) error              { return os.Remove(name) }
 func (osFS) RemoveAll(name string) error           { return os.RemoveAll(name) }
 func (osFS) MkdirAll(dir string) error             { return os.MkdirAll(dir, 0o755) }
@@ -92,6 +99,7 @@ const (
 	OpRead    Op = "read"
 	OpSync    Op = "sync"
 	OpRename  Op = "rename"
+	OpLink    Op = "link"
 	OpRemove  Op = "remove"
 	OpMkdir   Op = "mkdir"
 	OpStat    Op = "stat"
@@ -175,6 +183,13 @@ func (e *ErrorFS) Rename(oldname, newname string) error {
 		return err
 	}
 	return e.Base.Rename(oldname, newname)
+}
+
+func (e *ErrorFS) Link(oldname, newname string) error {
+	if err := e.check(OpLink, newname); err != nil {
+		return err
+	}
+	return e.Base.Link(oldname, newname)
 }
 
 func (e *ErrorFS) Remove(name string) error {

@@ -185,3 +185,43 @@ func TestPebbleFaultsThroughTheSeam(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 }
+
+// A copy of filesystem checkpoint storage (a fork) goes through the
+// storage's FileSystem: when neither a hard link nor a copy of a file can
+// be made, CloneStorage fails with the file's name; healed, the copy holds
+// the checkpoint and the original is untouched.
+func TestCloneStorageFaultNamesTheFile(t *testing.T) {
+	efs := NewErrorFS(nil)
+	dir := t.TempDir()
+	st, err := NewCheckpointStorage(StorageConfig{Kind: FileSystemStorage, JobID: "job", Dir: filepath.Join(dir, "a"), FS: efs})
+	require.NoError(t, err)
+	b := newTestBackend(t, Memory, 128, fullRange)
+	changeKeys(t, b, 0, 50, 7)
+	h, err := b.Snapshot(SnapshotTarget{CheckpointID: 1}, st)
+	require.NoError(t, err)
+	_, err = st.CompleteCheckpoint(&CheckpointMetadata{JobID: "job", CheckpointID: 1, Operators: []OperatorState{{OperatorID: "count", Parallelism: 1, MaxParallelism: 128, Subtasks: []SubtaskState{{Keyed: h}}}}})
+	require.NoError(t, err)
+	var ops []Op
+	efs.SetInjector(func(op Op, p string) error {
+		if strings.HasPrefix(p, filepath.Join(dir, "b")) && strings.HasSuffix(p, ".kgs") {
+			ops = append(ops, op)
+			if op == OpLink || op == OpCreate {
+				return ErrInjected
+			}
+		}
+		return nil
+	})
+	_, err = CloneStorage(st, filepath.Join(dir, "b"))
+	require.ErrorIs(t, err, ErrInjected)
+	assert.Contains(t, err.Error(), filepath.Base(h.File.Path), "the error names the file")
+	assert.Equal(t, []Op{OpLink, OpCreate}, ops, "a link is tried first, then a copy")
+
+	efs.SetInjector(nil)
+	cp, err := CloneStorage(st, filepath.Join(dir, "c"))
+	require.NoError(t, err)
+	md, err := cp.Load(1)
+	require.NoError(t, err)
+	require.NoError(t, cp.Verify(md))
+	_, err = os.Stat(filepath.Join(dir, "a", "job", h.File.Path))
+	assert.NoError(t, err, "the original keeps its file")
+}

@@ -144,10 +144,12 @@ func pebbleOptions(l *slog.Logger) *pebble.Options {
 const pebbleLBaseMaxBytes = 32 << 10
 
 // openPebble opens the DB in dir with pebbleOptions and a block cache of
-// pebbleCacheBytes of its own.
-func openPebble(dir string, l *slog.Logger, readOnly bool) (*pebble.DB, error) {
+// pebbleCacheBytes of its own, on fsys's disk (pebbleFS: faults an ErrorFS
+// injects reach Pebble's own files).
+func openPebble(fsys FileSystem, dir string, l *slog.Logger, readOnly bool) (*pebble.DB, error) {
 	opts := pebbleOptions(l)
 	opts.ReadOnly = readOnly
+	opts.FS = pebbleFS(fsys)
 	opts.Cache = pebble.NewCache(pebbleCacheBytes)
 	// The DB takes its own reference; ours goes now, so the cache is freed
 	// with the DB.
@@ -182,7 +184,7 @@ func openPebbleBackend(cfg KeyedBackendConfig) (KeyedBackend, error) {
 		return nil, fmt.Errorf("state: open pebble backend: %w", err)
 	}
 	b := newPebbleBackend(cfg)
-	db, err := openPebble(b.dbDir, cfg.Logger, false)
+	db, err := openPebble(cfg.FS, b.dbDir, cfg.Logger, false)
 	if err != nil {
 		return nil, fmt.Errorf("state: open pebble backend in %s: %w", cfg.Dir, err)
 	}
@@ -503,13 +505,13 @@ func (b *pebbleBackend) Metrics() (BackendMetrics, error) {
 		m.Keys += g.Keys
 		m.Bytes += g.Bytes
 	}
-	m.LocalDiskBytes = dirSize(b.cfg.Dir)
+	m.LocalDiskBytes = dirSize(b.fsys(), b.cfg.Dir)
 	return m, nil
 }
 
-func dirSize(dir string) int64 {
+func dirSize(fsys FileSystem, dir string) int64 {
 	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	_ = fsys.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if info, err := d.Info(); err == nil {
 				n += info.Size()
@@ -778,7 +780,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 		if err != nil {
 			return nil, fmt.Errorf("restore key groups %v: %w", cfg.KeyGroupRange, err)
 		}
-		if b.db, err = openPebble(b.dbDir, cfg.Logger, false); err != nil {
+		if b.db, err = openPebble(cfg.FS, b.dbDir, cfg.Logger, false); err != nil {
 			return nil, fmt.Errorf("restore key groups %v: open checkpoint %d: %w", cfg.KeyGroupRange, base.CheckpointID, err)
 		}
 		for _, s := range base.States {
@@ -808,7 +810,7 @@ func restorePebbleBackend(cfg KeyedBackendConfig, storage CheckpointStorage, han
 		for _, f := range base.SharedFiles {
 			b.confirmedSST[f.LocalName] = f.File
 		}
-	} else if b.db, err = openPebble(b.dbDir, cfg.Logger, false); err != nil {
+	} else if b.db, err = openPebble(cfg.FS, b.dbDir, cfg.Logger, false); err != nil {
 		return nil, fmt.Errorf("state: restore pebble backend in %s: %w", cfg.Dir, err)
 	}
 	if err := registerHandleStates(&b.states, b.byName, handles); err != nil {
@@ -886,7 +888,7 @@ func (b *pebbleBackend) mergeIncremental(storage CheckpointStorage, h *KeyedStat
 	if err != nil {
 		return n, err
 	}
-	db, err := openPebble(dir, b.cfg.Logger, true)
+	db, err := openPebble(b.cfg.FS, dir, b.cfg.Logger, true)
 	if err != nil {
 		return n, fmt.Errorf("open checkpoint %d of key groups %v: %w", h.CheckpointID, h.KeyGroupRange, err)
 	}
