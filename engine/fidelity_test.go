@@ -580,9 +580,21 @@ func TestRestoreCommandLive(t *testing.T) {
 	require.NoError(t, l.Start(ctx))
 	waitLive(t, l, func(s *Snapshot) bool { return len(s.Checkpoints.Retained) == 2 && s.Sinks[0].Committed > 0 })
 	l.Pause()
-	snap := l.Snapshot()
-	oldest := snap.Checkpoints.Retained[0].ID
-	require.NoError(t, l.Do(Command{Name: CmdRestore, Checkpoint: oldest}))
+	// Pause makes each subtask wait before its next input; an
+	// acknowledgement already under way still completes its checkpoint,
+	// which retires the oldest (retained: 2). Take the oldest that is
+	// retained when the command lands.
+	var oldest int64
+	for attempt := 0; ; attempt++ {
+		oldest = l.Snapshot().Checkpoints.Retained[0].ID
+		err := l.Do(Command{Name: CmdRestore, Checkpoint: oldest})
+		if err == nil {
+			break
+		}
+		require.ErrorIs(t, err, ErrBadCommand)
+		require.Less(t, attempt, 5, "checkpoints kept completing while paused: %v", err)
+		require.NotEqual(t, oldest, l.Snapshot().Checkpoints.Retained[0].ID, "refused although retained: %v", err)
+	}
 	l.Resume()
 	require.NoError(t, l.WaitDrained(ctx))
 	req := log.kinds(EvRestoreRequested)
