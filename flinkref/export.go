@@ -25,6 +25,15 @@ import (
 // since Flink drops processing-time timers still pending when a bounded
 // input ends.
 func Export(spec *engine.JobSpec, maxRecords int, put func(path string, data []byte) error) error {
+	return ExportRun(spec, nil, maxRecords, put)
+}
+
+// ExportRun is Export for a run: input.json also holds the records its
+// inject commands appended to each source (lines a learner typed in), each
+// in the partition and with the timestamp the engine gave it
+// (engine.TopicRecordsWithTyped); log is the run's command log
+// (Snapshot.Commands). The sandbox's "Export to Flink" exports its run.
+func ExportRun(spec *engine.JobSpec, log []engine.LoggedCommand, maxRecords int, put func(path string, data []byte) error) error {
 	for _, o := range spec.Operators {
 		if o.Kind == engine.KindSource {
 			if m, _ := o.Options["offsets"].(string); m == engine.OffsetsUnion {
@@ -33,12 +42,17 @@ func Export(spec *engine.JobSpec, maxRecords int, put func(path string, data []b
 		}
 	}
 	input := map[string][][]map[string]any{}
-	total := 0
+	total, typed := 0, 0
 	for _, o := range spec.Operators {
 		if o.Kind != engine.KindSource {
 			continue
 		}
-		parts, err := engine.TopicRecords(spec, o.ID, maxRecords-total)
+		for _, lc := range log {
+			if !lc.Failed && lc.Command.Name == engine.CmdInject && lc.Command.Operator == o.ID {
+				typed++
+			}
+		}
+		parts, err := engine.TopicRecordsWithTyped(spec, o.ID, log, maxRecords-total)
 		if err != nil {
 			return fmt.Errorf("read the input of %s: %w", o.ID, err)
 		}
@@ -89,10 +103,10 @@ func Export(spec *engine.JobSpec, maxRecords int, put func(path string, data []b
 	if err := put("input.json", ib); err != nil {
 		return err
 	}
-	return put("README.md", []byte(exportReadme(spec, total)))
+	return put("README.md", []byte(exportReadme(spec, total, typed)))
 }
 
-func exportReadme(spec *engine.JobSpec, records int) string {
+func exportReadme(spec *engine.JobSpec, records, typed int) string {
 	var ops []string
 	for _, o := range spec.Operators {
 		ops = append(ops, fmt.Sprintf("`%s` (%s, parallelism %d)", o.ID, o.Kind, o.Parallelism))
@@ -106,8 +120,7 @@ the job is built from). The operators are StateLab's conformance harness (flinkr
 tests run against Flink: the partitioned source is a FLIP-27 Source whose splits are the partitions, the keyed
 operators keep ValueState, the exactly-once sink commits in two phases on checkpoints. Each sink appends what
 it commits to output/SINK.jsonl. A source's options.rate is not exported: Flink reads as fast as it can,
-which changes when results appear, not what they are. Lines typed into a StateLab source are not part of the
-input either: input.json holds the records the job's generators write.%s
+which changes when results appear, not what they are. %s%s
 
 ## Build
 
@@ -130,7 +143,18 @@ against 1.20.5.
 
 A job this small finishes in seconds; to watch it run, keep its web UI open (the cluster's REST port, 8081 by
 default) and attach StateLab to it: statelab attach --flink http://localhost:8081.
-`, spec.Name, spec.Name, strings.Join(ops, ", "), records, procTimeNote(spec), Version, Version)
+`, spec.Name, spec.Name, strings.Join(ops, ", "), records, typedNote(typed), procTimeNote(spec), Version, Version)
+}
+
+// typedNote is the README's sentence on the lines typed into the run.
+func typedNote(typed int) string {
+	switch typed {
+	case 0:
+		return "input.json holds the records the job's sources start with (generated, and the spec's options.lines); no line was typed into a source."
+	case 1:
+		return "input.json also holds the line typed into a source in the run, after the records the source started with, in the partition and with the timestamp StateLab gave it."
+	}
+	return fmt.Sprintf("input.json also holds the %d lines typed into sources in the run, after the records the sources started with, each in the partition and with the timestamp StateLab gave it.", typed)
 }
 
 // Version is the Flink version flinkref's pom.xml pins.

@@ -20,8 +20,9 @@ const exportMaxRecords = 200_000
 
 // handleExportFlink serves GET /api/sessions/{id}/export-flink: the
 // session's job, with each operator at the parallelism it runs with now, as
-// a Maven project for Apache Flink (flinkref.Export, what `statelab
-// export-flink --spec` writes), zipped.
+// a Maven project for Apache Flink (flinkref.ExportRun: what `statelab
+// export-flink --spec` writes, with the lines typed into the run's sources
+// in its input), zipped.
 func (srv *Server) handleExportFlink(w http.ResponseWriter, r *http.Request) {
 	s := srv.sessionFor(w, r)
 	if s == nil {
@@ -67,7 +68,8 @@ func (srv *Server) handleExportFlink(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	now := time.Now()
-	err := flinkref.Export(spec, exportMaxRecords, func(path string, b []byte) error {
+	// The run's command log: lines typed into a source go into input.json too.
+	err := flinkref.ExportRun(spec, snap.Commands, exportMaxRecords, func(path string, b []byte) error {
 		f, err := zw.CreateHeader(&zip.FileHeader{Name: "statelab-job/" + path, Method: zip.Deflate, Modified: now})
 		if err != nil {
 			return err

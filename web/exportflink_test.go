@@ -16,17 +16,23 @@ import (
 	"github.com/statelab/statelab/engine"
 )
 
-// TestExportFlinkOverHTTP: a sandbox whose count was rescaled to 3 is
-// exported from its share menu's address as a zip holding the Maven project
-// `statelab export-flink` writes: the job at the parallelism it runs with
-// now, and every record of its source's partitions (as many as the engine's
-// topic views say each partition holds).
+// TestExportFlinkOverHTTP: a sandbox whose count was rescaled to 3, with
+// lines typed into its source, is exported from its share menu's address as
+// a zip holding the Maven project `statelab export-flink` writes: the job at
+// the parallelism it runs with now, and every record of its source's
+// partitions (as many as the engine's topic views say each partition
+// holds), the typed lines last in the partitions they went to.
 func TestExportFlinkOverHTTP(t *testing.T) {
 	ts := newRealServer(t, nil)
 	c := ts.dial("template=wordcount&seed=3&slots=2", nil)
 	id := readUntil(t, c, "snapshot", "")["session"].(string)
 	send(t, c, `{"type":"command","id":"s1","name":"step","args":{"count":300}}`)
 	require.Equal(t, "ack", reply(t, c, "s1")["type"])
+	typed := map[string]int{"typed by hand": 1, "and typed again": -1} // text -> partition asked for
+	send(t, c, `{"type":"command","id":"i1","name":"inject","args":{"text":"typed by hand","partition":1}}`)
+	require.Equal(t, "ack", reply(t, c, "i1")["type"])
+	send(t, c, `{"type":"command","id":"i2","name":"inject","args":{"text":"and typed again"}}`)
+	require.Equal(t, "ack", reply(t, c, "i2")["type"])
 	send(t, c, `{"type":"command","id":"r","name":"rescale","args":{"operator":"count","parallelism":3}}`)
 	require.Equal(t, "ack", reply(t, c, "r")["type"])
 	s, _ := ts.srv.Session(id)
@@ -89,6 +95,44 @@ func TestExportFlinkOverHTTP(t *testing.T) {
 	for _, p := range snap.Sources[0].Partitions {
 		assert.EqualValues(t, p.End, len(parts[p.Partition]), "partition %d's records", p.Partition)
 	}
+	// Each typed line is the last record of the partition the engine
+	// appended it to (its record-injected event says which), keyed by its
+	// text.
+	found := 0
+	for _, lc := range snap.Commands {
+		if lc.Command.Name != engine.CmdInject {
+			continue
+		}
+		want, ok := typed[lc.Command.Text]
+		require.True(t, ok, "typed %q", lc.Command.Text)
+		if want >= 0 {
+			assert.Equal(t, want, lc.Command.Partition)
+		}
+		found++
+	}
+	require.Equal(t, len(typed), found, "both typed lines are in the run's command log")
+	// Every typed line is in input.json once, keyed by its text, after the
+	// records its partition started with; the one typed into partition 1
+	// is in partition 1.
+	seen := map[string]int{}
+	for pi, p := range parts {
+		tail := true
+		for k := len(p) - 1; k >= 0; k-- {
+			text, _ := p[k]["text"].(string)
+			if _, isTyped := typed[text]; !isTyped {
+				tail = false
+				continue
+			}
+			assert.True(t, tail, "typed %q comes after partition %d's other records", text, pi)
+			assert.Equal(t, text, p[k]["key"], "a typed line is keyed by its text")
+			seen[text]++
+			if typed[text] >= 0 {
+				assert.Equal(t, typed[text], pi, "%q went to the partition it was typed into", text)
+			}
+		}
+	}
+	assert.Equal(t, map[string]int{"typed by hand": 1, "and typed again": 1}, seen)
+	assert.Contains(t, string(files["README.md"]), "the 2 lines typed into sources in the run")
 
 	// No such session: a clear 404.
 	resp, err = http.Get(ts.hs.URL + "/api/sessions/nope/export-flink")
