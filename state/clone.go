@@ -39,6 +39,12 @@ func CloneKeyedBackend(b KeyedBackend, cfg KeyedBackendConfig) (KeyedBackend, er
 	if pb, ok := b.(*pebbleBackend); ok && cfg.Kind == Pebble {
 		return clonePebble(pb, cfg)
 	}
+	return cloneThroughSnapshot(b, cfg)
+}
+
+// cloneThroughSnapshot copies b through a full snapshot in memory,
+// restored into a backend made for cfg.
+func cloneThroughSnapshot(b KeyedBackend, cfg KeyedBackendConfig) (KeyedBackend, error) {
 	scratch, err := NewCheckpointStorage(StorageConfig{Kind: JobManagerStorage, JobID: "copy", MaxStateSize: 1 << 40})
 	if err != nil {
 		return nil, err
