@@ -147,6 +147,8 @@ type core struct {
 
 	// snapshotStall is Options.SnapshotStall (nil: none).
 	snapshotStall func(task string, checkpoint int64) time.Duration
+	// commits counts what two-phase-commit sinks committed (restore.go).
+	commits commitLedger
 }
 
 // offsetsCache holds the source offsets of the newest retained checkpoint.
@@ -269,6 +271,7 @@ func (c *core) publish(e Event) {
 	if c.stepFn != nil {
 		e.Step = c.stepFn()
 	}
+	c.commits.note(e)
 	c.bus.publish(e)
 }
 

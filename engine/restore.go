@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/statelab/statelab/state"
 )
@@ -75,7 +77,8 @@ func (c *core) restoreFrom(id int64) error {
 	if err != nil {
 		return err
 	}
-	reread, rewritten, err := c.restoreCost(meta)
+	// The offsets the sources restart from, checked before anything stops.
+	at, err := c.checkpointOffsets(meta)
 	if err != nil {
 		return fmt.Errorf("%w from checkpoint %d: %w", ErrRestore, id, err)
 	}
@@ -83,9 +86,14 @@ func (c *core) restoreFrom(id int64) error {
 	if meta.Savepoint {
 		what = "savepoint"
 	}
-	c.resubmit(meta, nil, Event{Kind: EvRestoreRequested, Checkpoint: id, Records: int(reread), Value: rewritten,
-		Message: fmt.Sprintf("restore from %s %d (as flink run -s would): the sources read %d record(s) again that were read after it; a two-phase-commit sink writes again the %d record(s) it committed after it, so they appear twice against the ground truth",
-			what, id, reread, rewritten)})
+	c.resubmit(meta, nil, func() Event {
+		// Counted once the old job has stopped: nothing reads or commits
+		// any more.
+		reread, rewritten := c.restoreCost(meta, at)
+		return Event{Kind: EvRestoreRequested, Checkpoint: id, Records: int(reread), Value: rewritten,
+			Message: fmt.Sprintf("restore from %s %d (as flink run -s would): the sources read %d record(s) again that were read after it; a two-phase-commit sink writes again the %d record(s) it committed after it, so they appear twice against the ground truth",
+				what, id, reread, rewritten)}
+	})
 	return nil
 }
 
@@ -124,8 +132,18 @@ func (c *core) retainedCheckpoint(id int64) (*state.CheckpointMetadata, error) {
 // resubmit cancels the running job (if any) and submits it again from
 // checkpoint meta, as a new job run with -s: a fresh restart strategy and
 // checkpoint failure count, and a checkpoint history of its own. With
-// spec set, the new job is that spec (an upgrade); ev announces it.
-func (c *core) resubmit(meta *state.CheckpointMetadata, spec *JobSpec, ev Event) {
+// spec set, the new job is that spec (an upgrade); ev, called once the old
+// job has stopped, announces it.
+//
+// Checkpoint ids follow Flink's CheckpointCoordinator.restoreSavepoint: the
+// restored checkpoint is the new job's first completed one and
+// checkpointIdCounter.setCount(id + 1) makes its next checkpoint id + 1. The
+// old job's checkpoints after id are not the new job's; in Flink they stay
+// in the old job's own directory (named by its JobID). StateLab keeps one
+// checkpoint directory per run, where the new job's ids would meet them, so
+// they are discarded (the story says so); the old job's earlier ones stay
+// retained for an explicit restore, never for a failover.
+func (c *core) resubmit(meta *state.CheckpointMetadata, spec *JobSpec, ev func() Event) {
 	id := meta.CheckpointID
 	infos := c.storage.Checkpoints()
 	for _, p := range c.coord.pendingList() {
@@ -135,6 +153,7 @@ func (c *core) resubmit(meta *state.CheckpointMetadata, spec *JobSpec, ev Event)
 	if !c.terminal {
 		c.setJobStatus(JobCanceled, fmt.Sprintf("job %s was cancelled to start again from checkpoint %d", c.spec.Name, id))
 	}
+	e := ev()
 	c.terminal = false
 	c.rs = restartState{}
 	c.cfm = checkpointFailureManager{lastSucceeded: id}
@@ -142,12 +161,34 @@ func (c *core) resubmit(meta *state.CheckpointMetadata, spec *JobSpec, ev Event)
 	if c.ignored == nil {
 		c.ignored = map[int64]bool{}
 	}
+	var dropped []string
 	for _, in := range infos {
-		if in.ID != id {
+		switch {
+		case in.ID < id:
 			c.ignored[in.ID] = true
+		case in.ID > id:
+			if err := c.storage.DiscardCheckpoint(in.ID); err != nil {
+				c.logger.Warn("discard the old job's checkpoint", "checkpoint", in.ID, "err", err)
+				continue
+			}
+			dropped = append(dropped, fmt.Sprint(in.ID))
 		}
 	}
-	delete(c.ignored, id)
+	// Ids after id are the new job's from now on.
+	for k := range c.ignored {
+		if k >= id {
+			delete(c.ignored, k)
+		}
+	}
+	for k := range c.recoverable {
+		if k > id {
+			delete(c.recoverable, k)
+		}
+	}
+	c.coord.nextID = id + 1
+	c.coord.history = slices.DeleteFunc(c.coord.history, func(h *CheckpointStats) bool { return h.ID > id })
+	c.offCache = offsetsCache{}
+	c.commits.forgetAfter(id)
 	c.recoverable[id] = true
 	c.restoreOverride = id
 	if spec != nil {
@@ -158,19 +199,20 @@ func (c *core) resubmit(meta *state.CheckpointMetadata, spec *JobSpec, ev Event)
 		what = "savepoint"
 	}
 	c.counters.ManualRestores++
-	c.publish(ev)
+	e.Message += fmt.Sprintf(". The new job numbers its checkpoints from %d (CheckpointCoordinator resets its checkpoint ID counter to the restored one's ID plus one)", id+1)
+	if len(dropped) > 0 {
+		e.Message += fmt.Sprintf("; the old job's later checkpoint(s) %s are discarded (in Flink they stay in the old job's own directory)", strings.Join(dropped, ", "))
+	}
+	c.publish(e)
 	c.setJobStatus(JobCreated, fmt.Sprintf("job %s submitted again from %s %d", c.spec.Name, what, id))
 	c.deploy()
 }
 
 // restoreCost counts what a restore from meta repeats: source records read
-// after it (by the execution being replaced) and sink records committed
-// after it.
-func (c *core) restoreCost(meta *state.CheckpointMetadata) (reread int64, rewritten int64, err error) {
-	at, err := c.checkpointOffsets(meta)
-	if err != nil {
-		return 0, 0, err
-	}
+// after it (by the execution being replaced; at holds meta's offsets) and
+// records a two-phase-commit sink committed in transactions of checkpoints
+// after it (commitLedger: the sink store keeps only its last transactions).
+func (c *core) restoreCost(meta *state.CheckpointMetadata, at map[string]map[int]int64) (reread int64, rewritten int64) {
 	if c.ex != nil {
 		for _, t := range c.ex.tasks {
 			if t.src == nil {
@@ -183,14 +225,52 @@ func (c *core) restoreCost(meta *state.CheckpointMetadata) (reread int64, rewrit
 			}
 		}
 	}
-	for _, s := range c.sinks {
-		s.mu.Lock()
-		for _, id := range s.order {
-			if t := s.txns[id]; t.status == TxnCommitted && t.checkpoint > meta.CheckpointID {
-				rewritten += int64(t.n)
-			}
-		}
-		s.mu.Unlock()
+	return reread, c.commits.after(meta.CheckpointID)
+}
+
+// commitLedger counts the records two-phase-commit sinks committed, by the
+// checkpoint whose transactions held them, for the restore command's cost.
+// Subtasks report commits from their own goroutines (Live), hence mu.
+type commitLedger struct {
+	mu sync.Mutex
+	n  map[int64]int64
+}
+
+// note records a committed transaction (an EvTxnCommitted event).
+func (l *commitLedger) note(e Event) {
+	if e.Kind != EvTxnCommitted || e.Records == 0 {
+		return
 	}
-	return reread, rewritten, nil
+	l.mu.Lock()
+	if l.n == nil {
+		l.n = map[int64]int64{}
+	}
+	l.n[e.Checkpoint] += int64(e.Records)
+	l.mu.Unlock()
+}
+
+// after is the records committed in transactions of checkpoints after id.
+func (l *commitLedger) after(id int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for cp, k := range l.n {
+		if cp > id {
+			n += k
+		}
+	}
+	return n
+}
+
+// forgetAfter drops the commits of checkpoints after id: a job started
+// again from id numbers its own checkpoints from id + 1, and what the old
+// job committed after id is written again by the new one (counted then).
+func (l *commitLedger) forgetAfter(id int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for cp := range l.n {
+		if cp > id {
+			delete(l.n, cp)
+		}
+	}
 }

@@ -268,7 +268,7 @@ func (c *core) upgrade(cmd Command) error {
 	if len(skipped) > 0 {
 		msg += "; skipped: " + strings.Join(skipped, "; ")
 	}
-	c.resubmit(meta, nu, Event{Kind: EvRestoreRequested, Checkpoint: meta.CheckpointID, Message: msg})
+	c.resubmit(meta, nu, func() Event { return Event{Kind: EvRestoreRequested, Checkpoint: meta.CheckpointID, Message: msg} })
 	return nil
 }
 

@@ -114,6 +114,11 @@ type CheckpointStorage interface {
 	Verify(meta *CheckpointMetadata) error
 	// DiscardSavepoint deletes a savepoint; only the user does that.
 	DiscardSavepoint(checkpointID int64) error
+	// DiscardCheckpoint deletes a retained checkpoint or savepoint and the
+	// shared files only it used: a job started again from an older one
+	// (flink run -s) numbers its checkpoints on from there, and the old
+	// job's later ones are not its own.
+	DiscardCheckpoint(checkpointID int64) error
 	Metrics() StorageMetrics
 }
 

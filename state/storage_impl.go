@@ -656,6 +656,17 @@ func (s *checkpointStorage) DiscardSavepoint(checkpointID int64) error {
 	return nil
 }
 
+func (s *checkpointStorage) DiscardCheckpoint(checkpointID int64) error {
+	s.mu.Lock()
+	if slices.ContainsFunc(s.completed, func(c CheckpointInfo) bool { return c.ID == checkpointID }) {
+		s.subsume(checkpointID)
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	return s.DiscardSavepoint(checkpointID)
+}
+
 func (s *checkpointStorage) Metrics() StorageMetrics {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -621,7 +621,7 @@ func TestBrowserFailedJobRestoresFromTheStory(t *testing.T) {
 	j.clickLive(`#explain-body button.restore-button`)
 	j.waitJS(60*time.Second, "running again from the checkpoint", jsAllRunning+` && document.getElementById('explain-body').innerText.includes('You restored checkpoint `+fmt.Sprint(id)+`')`)
 	require.Contains(t, eval[string](j.browserEnv, `document.getElementById('explain-body').innerText`),
-		fmt.Sprintf("in Flink the new job numbers its checkpoints from %d + 1", id), "the story says where checkpoint ids differ from Flink's")
+		fmt.Sprintf("the new job numbers its checkpoints from %d: CheckpointCoordinator resets", id+1), "the story says how checkpoint ids go on after the restore, as in Flink")
 	j.shot("02-restored")
 }
 

@@ -220,6 +220,7 @@ export class ExplainView {
           this.start('failover', ta(sp ? 'explain.restoreCmd.titleSp' : 'explain.restoreCmd.title', { n: e.checkpoint }));
           this.episode.data.failed = true;
           this.step(t(sp ? 'explain.restoreCmd.stepSp' : 'explain.restoreCmd.step', { n: e.checkpoint, records: num(e.records || 0), value: num(e.value || 0) }), 'work');
+          this.step(t('explain.restoreCmd.ids', { n: e.checkpoint, next: e.checkpoint + 1 }));
           this.step(t('explain.simplified.restoreIds', { n: e.checkpoint }), 'simplified');
           break;
         }
