@@ -268,7 +268,7 @@ func (out *KeyedValues) readKeyGroup(r *reader, kg, prefix int, keySer *serializ
 			return err
 		}
 		if kn == 0 {
-			return fmt.Errorf("%w: an empty key (a key holds at least its key-group prefix)", ErrCorrupt)
+			return failed(ErrCorrupt, reason(ReasonEmptyKey), "an empty key (a key holds at least its key-group prefix)")
 		}
 		key, err := r.bytes(kn, "key")
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/statelab/statelab/rescale"
 )
@@ -45,6 +46,8 @@ type Metadata struct {
 	// PropertiesError says why the properties could not be read, when they
 	// could not; the rest of the file is still good.
 	PropertiesError string `json:"propertiesError,omitempty"`
+	// PropertiesErrorReason is PropertiesError's reason (reason.go).
+	PropertiesErrorReason *Reason `json:"propertiesErrorReason,omitempty"`
 	// Size is the file's length in bytes.
 	Size int `json:"size"`
 	// LoadedFiles and FileProblems: what LoadFiles read beside the file, and
@@ -334,11 +337,13 @@ type ChannelHandle struct {
 func Read(b []byte) (*Metadata, error) {
 	r := &reader{b: b}
 	if len(b) < 4 {
-		return nil, fmt.Errorf("%w: the file has %d bytes, fewer than the 4-byte magic number 0x%08x", ErrNotMetadata, len(b), MagicNumber)
+		return nil, failed(ErrNotMetadata, reason(ReasonTooShort, "size", itoa(len(b)), "magic", hex32(MagicNumber)),
+			"the file has %d bytes, fewer than the 4-byte magic number 0x%08x", len(b), MagicNumber)
 	}
 	magic, _ := r.i32("magic number")
 	if uint32(magic) != MagicNumber {
-		return nil, fmt.Errorf("%w: it starts with 0x%08x, Flink's _metadata starts with 0x%08x", ErrNotMetadata, uint32(magic), MagicNumber)
+		return nil, failed(ErrNotMetadata, reason(ReasonBadMagic, "found", hex32(uint32(magic)), "magic", hex32(MagicNumber)),
+			"it starts with 0x%08x, Flink's _metadata starts with 0x%08x", uint32(magic), MagicNumber)
 	}
 	v, err := r.i32("version")
 	if err != nil {
@@ -346,9 +351,11 @@ func Read(b []byte) (*Metadata, error) {
 	}
 	switch {
 	case v == 1 || v == 2:
-		return nil, fmt.Errorf("%w: version %d was written by Flink 1.10 or older; StateLab reads versions %d to %d (Flink 1.11 and later)", ErrVersion, v, MinVersion, MaxVersion)
+		return nil, failed(ErrVersion, reason(ReasonVersionOld, "version", itoa(v), "min", itoa(MinVersion), "max", itoa(MaxVersion)),
+			"version %d was written by Flink 1.10 or older; StateLab reads versions %d to %d (Flink 1.11 and later)", v, MinVersion, MaxVersion)
 	case v < MinVersion || v > MaxVersion:
-		return nil, fmt.Errorf("%w: version %d is unknown; StateLab reads versions %d to %d (a newer Flink may have written this file)", ErrVersion, v, MinVersion, MaxVersion)
+		return nil, failed(ErrVersion, reason(ReasonVersionNew, "version", itoa(v), "min", itoa(MinVersion), "max", itoa(MaxVersion)),
+			"version %d is unknown; StateLab reads versions %d to %d (a newer Flink may have written this file)", v, MinVersion, MaxVersion)
 	}
 	m := &Metadata{Version: int(v), Size: len(b), MasterStates: []MasterState{}, Operators: []OperatorState{}}
 	if err := m.readBody(r); err != nil {
@@ -358,6 +365,8 @@ func Read(b []byte) (*Metadata, error) {
 		p, err := readProperties(r.b[r.pos:])
 		if err != nil {
 			m.PropertiesError = err.Error()
+			pr := reasonFor(err)
+			m.PropertiesErrorReason = &pr
 		} else {
 			m.Properties = p
 		}
@@ -372,7 +381,7 @@ func (m *Metadata) readBody(r *reader) error {
 		return err
 	}
 	if id < 0 {
-		return fmt.Errorf("%w: checkpoint id %d is negative", ErrCorrupt, id)
+		return failed(ErrCorrupt, reason(ReasonNegativeID, "id", itoa(id)), "checkpoint id %d is negative", id)
 	}
 	m.CheckpointID = id
 	n, err := r.count("number of master states", 8)
@@ -382,7 +391,7 @@ func (m *Metadata) readBody(r *reader) error {
 	for i := range n {
 		ms, err := readMasterState(r)
 		if err != nil {
-			return fmt.Errorf("master state %d: %w", i, err)
+			return within(err, reason(ReasonInMasterState, "index", itoa(i)), "master state %d", i)
 		}
 		m.MasterStates = append(m.MasterStates, ms)
 	}
@@ -393,7 +402,7 @@ func (m *Metadata) readBody(r *reader) error {
 	for i := range n {
 		op, err := m.readOperator(r)
 		if err != nil {
-			return fmt.Errorf("operator state %d: %w", i, err)
+			return within(err, reason(ReasonInOperator, "index", itoa(i)), "operator state %d", i)
 		}
 		m.Operators = append(m.Operators, op)
 	}
@@ -406,14 +415,15 @@ func readMasterState(r *reader) (MasterState, error) {
 		return MasterState{}, err
 	}
 	if magic != masterStateMagic {
-		return MasterState{}, fmt.Errorf("%w: master state starts with 0x%08x, not 0xc96b1696", ErrCorrupt, uint32(magic))
+		return MasterState{}, failed(ErrCorrupt, reason(ReasonMasterMagic, "found", hex32(uint32(magic)), "magic", "0xc96b1696"),
+			"master state starts with 0x%08x, not 0xc96b1696", uint32(magic))
 	}
 	n, err := r.i32("master state length")
 	if err != nil {
 		return MasterState{}, err
 	}
 	if n <= 0 {
-		return MasterState{}, fmt.Errorf("%w: master state length %d", ErrCorrupt, n)
+		return MasterState{}, failed(ErrCorrupt, reason(ReasonMasterLength, "length", itoa(n)), "master state length %d", n)
 	}
 	data, err := r.bytes(int(n), "master state")
 	if err != nil {
@@ -437,7 +447,8 @@ func readMasterState(r *reader) (MasterState, error) {
 		return MasterState{}, err
 	}
 	if in.remaining() != 0 {
-		return MasterState{}, fmt.Errorf("%w: %d trailing bytes in master state %q", ErrCorrupt, in.remaining(), name)
+		return MasterState{}, failed(ErrCorrupt, reason(ReasonMasterTrailing, "left", itoa(in.remaining()), "name", name),
+			"%d trailing bytes in master state %q", in.remaining(), name)
 	}
 	return MasterState{Name: name, Version: ver, Bytes: len(payload), Data: payload}, nil
 }
@@ -472,15 +483,17 @@ func (m *Metadata) readOperator(r *reader) (OperatorState, error) {
 	}
 	op.Parallelism, op.MaxParallelism = int(p), int(mp)
 	if p < 0 || mp < 0 {
-		return op, fmt.Errorf("%w: operator %s has parallelism %d and max parallelism %d", ErrCorrupt, op.ID, p, mp)
+		return op, failed(ErrCorrupt, reason(ReasonParallelism, "operator", op.ID, "parallelism", itoa(p), "maxParallelism", itoa(mp)),
+			"operator %s has parallelism %d and max parallelism %d", op.ID, p, mp)
 	}
 	coord, err := readStreamHandle(r)
 	if err != nil {
-		return op, fmt.Errorf("coordinator state: %w", err)
+		return op, within(err, reason(ReasonInCoordinator), "coordinator state")
 	}
 	if coord != nil && coord.Kind != KindByteStream {
 		// deserializeAndCheckByteStreamStateHandle
-		return op, fmt.Errorf("%w: coordinator state of operator %s is a %s, Flink expects a ByteStreamStateHandle", ErrCorrupt, op.ID, coord.Kind)
+		return op, failed(ErrCorrupt, reason(ReasonCoordinatorKind, "operator", op.ID, "kind", string(coord.Kind)),
+			"coordinator state of operator %s is a %s, Flink expects a ByteStreamStateHandle", op.ID, coord.Kind)
 	}
 	op.Coordinator = coord
 	at := r.pos
@@ -491,13 +504,13 @@ func (m *Metadata) readOperator(r *reader) (OperatorState, error) {
 	op.Subtasks = []SubtaskState{}
 	if ns < 0 {
 		if coord != nil {
-			return op, fmt.Errorf("%w: fully finished operator %s has coordinator state", ErrCorrupt, op.ID)
+			return op, failed(ErrCorrupt, reason(ReasonFinishedCoordinator, "operator", op.ID), "fully finished operator %s has coordinator state", op.ID)
 		}
 		op.FullyFinished = true
 		return op, nil
 	}
 	if int(ns) > r.remaining()/4 {
-		return op, fmt.Errorf("%w: number of subtask states is %d at offset %d, but only %d bytes follow", ErrCorrupt, ns, at, r.remaining())
+		return op, countBeyond("number of subtask states", int64(ns), at, r.remaining())
 	}
 	byIndex := map[int]int{}
 	for range ns {
@@ -507,7 +520,8 @@ func (m *Metadata) readOperator(r *reader) (OperatorState, error) {
 		}
 		if st.Index >= op.Parallelism {
 			// OperatorState.putState refuses an index at or above the parallelism.
-			return op, fmt.Errorf("%w: operator %s has parallelism %d but state for subtask %d", ErrCorrupt, op.ID, op.Parallelism, st.Index)
+			return op, failed(ErrCorrupt, reason(ReasonSubtaskBeyond, "operator", op.ID, "parallelism", itoa(op.Parallelism), "subtask", itoa(st.Index)),
+				"operator %s has parallelism %d but state for subtask %d", op.ID, op.Parallelism, st.Index)
 		}
 		if j, ok := byIndex[st.Index]; ok {
 			op.Subtasks[j] = st // a HashMap put: the later one wins
@@ -531,7 +545,7 @@ func (m *Metadata) readSubtask(r *reader) (SubtaskState, error) {
 	}
 	st := SubtaskState{Index: int(idx)}
 	wrap := func(err error, what string) error {
-		return fmt.Errorf("subtask %d %s: %w", idx, what, err)
+		return within(err, reason(ReasonInSubtask+"-"+strings.ReplaceAll(what, " ", "-"), "subtask", itoa(idx)), "subtask %d %s", idx, what)
 	}
 	has, err := r.i32("managed operator state flag")
 	if err != nil {
@@ -676,7 +690,7 @@ func readStreamHandle(r *reader) (*StreamHandle, error) {
 			return nil, err
 		}
 		if sc < 0 || int(sc) >= len(scopes) {
-			return nil, fmt.Errorf("%w: checkpointed state scope %d (want 0 SHARED or 1 EXCLUSIVE)", ErrCorrupt, sc)
+			return nil, failed(ErrCorrupt, reason(ReasonStateScope, "scope", itoa(sc)), "checkpointed state scope %d (want 0 SHARED or 1 EXCLUSIVE)", sc)
 		}
 		path, err := r.utf("segment file path")
 		if err != nil {
@@ -690,18 +704,20 @@ func readStreamHandle(r *reader) (*StreamHandle, error) {
 	case codeEmptySegmentFile:
 		return &StreamHandle{Kind: KindEmptySegmentFile}, nil
 	}
-	return nil, fmt.Errorf("%w: stream state handle type %d at offset %d (StateLab knows 0-3, 6, 15 and 16)", ErrHandleKind, code, at)
+	return nil, failed(ErrHandleKind, reason(ReasonStreamHandleKind, "type", itoa(code), "offset", itoa(at), "known", "0-3, 6, 15, 16"),
+		"stream state handle type %d at offset %d (StateLab knows 0-3, 6, 15, 16)", code, at)
 }
 
 // readKeyGroupOffsets reads a key-group range (start, count) and one long
 // offset per key group, as KeyGroupRangeOffsets is written.
 func readKeyGroupOffsets(r *reader) (*KeyGroupOffsets, error) {
+	at := r.pos + 4 // the number of key groups, after the start
 	rg, n, err := readRange(r)
 	if err != nil {
 		return nil, err
 	}
 	if int64(n)*8 > int64(r.remaining()) {
-		return nil, fmt.Errorf("%w: %d key-group offsets, but only %d bytes follow", ErrCorrupt, n, r.remaining())
+		return nil, countBeyond("number of key-group offsets", int64(n), at, r.remaining())
 	}
 	offs := make([]int64, n)
 	for i := range offs {
@@ -722,7 +738,7 @@ func readRange(r *reader) (rescale.KeyGroupRange, int, error) {
 		return rescale.KeyGroupRange{}, 0, err
 	}
 	if start < 0 || n < 0 || int64(start)+int64(n)-1 > 1<<31-1 {
-		return rescale.KeyGroupRange{}, 0, fmt.Errorf("%w: key-group range start %d, %d key groups", ErrCorrupt, start, n)
+		return rescale.KeyGroupRange{}, 0, failed(ErrCorrupt, reason(ReasonKeyGroupRange, "start", itoa(start), "count", itoa(n)), "key-group range start %d, %d key groups", start, n)
 	}
 	if n == 0 {
 		return rescale.EmptyKeyGroupRange, 0, nil
@@ -828,7 +844,8 @@ func readKeyedHandle(r *reader) (*KeyedHandle, error) {
 				if k != nil {
 					kind = k.Kind
 				}
-				return nil, fmt.Errorf("%w: non-materialized part of a changelog handle is %s, Flink expects a ChangelogStateHandle", ErrCorrupt, kind)
+				return nil, failed(ErrCorrupt, reason(ReasonChangelogPart, "kind", string(kind)),
+					"non-materialized part of a changelog handle is %s, Flink expects a ChangelogStateHandle", kind)
 			}
 			h.NonMaterialized = append(h.NonMaterialized, k)
 		}
@@ -915,7 +932,8 @@ func readKeyedHandle(r *reader) (*KeyedHandle, error) {
 		}
 		return h, nil
 	}
-	return nil, fmt.Errorf("%w: keyed state handle type %d at offset %d (StateLab knows 0, 3, 5, 7-14)", ErrHandleKind, code, at)
+	return nil, failed(ErrHandleKind, reason(ReasonKeyedHandleKind, "type", itoa(code), "offset", itoa(at), "known", "0, 3, 5, 7-14"),
+		"keyed state handle type %d at offset %d (StateLab knows 0, 3, 5, 7-14)", code, at)
 }
 
 // readNamedStreams is deserializeHandleAndLocalPathList (older Flink wrote the
@@ -952,7 +970,8 @@ func readOperatorStateHandle(r *reader) (*OperatorStateHandle, error) {
 		return nil, nil
 	case codePartitionableOpState, codeSegmentOpState:
 	default:
-		return nil, fmt.Errorf("%w: operator state handle type %d at offset %d (StateLab knows 0, 4 and 17)", ErrHandleKind, code, at)
+		return nil, failed(ErrHandleKind, reason(ReasonOperatorHandleKind, "type", itoa(code), "offset", itoa(at), "known", "0, 4, 17"),
+			"operator state handle type %d at offset %d (StateLab knows 0, 4, 17)", code, at)
 	}
 	h := &OperatorStateHandle{Kind: KindOperatorStream}
 	n, err := r.count("number of named operator states", 7)
@@ -970,7 +989,8 @@ func readOperatorStateHandle(r *reader) (*OperatorStateHandle, error) {
 			return nil, err
 		}
 		if mo < 0 || int(mo) >= len(modes) {
-			return nil, fmt.Errorf("%w: operator state %q has distribution mode %d (want 0 SPLIT_DISTRIBUTE, 1 UNION or 2 BROADCAST)", ErrCorrupt, name, mo)
+			return nil, failed(ErrCorrupt, reason(ReasonDistributionMode, "state", name, "mode", itoa(mo)),
+				"operator state %q has distribution mode %d (want 0 SPLIT_DISTRIBUTE, 1 UNION or 2 BROADCAST)", name, mo)
 		}
 		k, err := r.count("number of element offsets", 8)
 		if err != nil {
@@ -1002,7 +1022,7 @@ func readOperatorStateHandle(r *reader) (*OperatorStateHandle, error) {
 		return nil, err
 	}
 	if code == codeSegmentOpState && (h.Delegate == nil || (h.Delegate.Kind != KindSegmentFile && h.Delegate.Kind != KindEmptySegmentFile)) {
-		return nil, fmt.Errorf("%w: a file-merging operator state handle must delegate to a segment file", ErrCorrupt)
+		return nil, failed(ErrCorrupt, reason(ReasonSegmentDelegate), "a file-merging operator state handle must delegate to a segment file")
 	}
 	return h, nil
 }
@@ -1046,7 +1066,13 @@ func (m *Metadata) readChannelHandles(r *reader, input bool) ([]ChannelHandle, e
 				out = append(out, h)
 				continue
 			default:
-				return nil, fmt.Errorf("%w: channel state handle type %d at offset %d (an %s handle must be %d or %d)", ErrHandleKind, code, at, map[bool]string{true: "input", false: "output"}[input], map[bool]int{true: chanInput, false: chanOutput}[input], map[bool]int{true: chanMergedInput, false: chanMergedOutput}[input])
+				plain, merged := chanInput, chanMergedInput
+				side := "input"
+				if !input {
+					plain, merged, side = chanOutput, chanMergedOutput, "output"
+				}
+				return nil, failed(ErrHandleKind, reason(ReasonChannelHandleKind, "type", itoa(code), "offset", itoa(at), "known", itoa(plain)+", "+itoa(merged)),
+					"%s channel state handle type %d at offset %d (the type must be one of %d, %d)", side, code, at, plain, merged)
 			}
 		}
 		h, err := readChannel(r)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf16"
 )
 
@@ -34,7 +35,8 @@ func (r *reader) remaining() int { return len(r.b) - r.pos }
 
 func (r *reader) need(n int, what string) error {
 	if n < 0 || n > r.remaining() {
-		return fmt.Errorf("%w: %s needs %d bytes at offset %d, %d left", ErrTruncated, what, n, r.pos, r.remaining())
+		return failed(ErrTruncated, reason(ReasonTruncated, "what", what, "need", itoa(n), "offset", itoa(r.pos), "left", itoa(r.remaining())),
+			"%s needs %d bytes at offset %d, %d left", what, n, r.pos, r.remaining())
 	}
 	return nil
 }
@@ -104,10 +106,11 @@ func (r *reader) count(what string, minSize int) (int, error) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("%w: %s is %d at offset %d", ErrCorrupt, what, n, at)
+		return 0, failed(ErrCorrupt, reason(ReasonNegativeCount, "what", what, "value", itoa(n), "offset", itoa(at)),
+			"%s is %d at offset %d", what, n, at)
 	}
 	if minSize > 0 && int64(n)*int64(minSize) > int64(r.remaining()) {
-		return 0, fmt.Errorf("%w: %s is %d at offset %d, but only %d bytes follow", ErrCorrupt, what, n, at, r.remaining())
+		return 0, countBeyond(what, int64(n), at, r.remaining())
 	}
 	return int(n), nil
 }
@@ -126,7 +129,8 @@ func (r *reader) utf(what string) (string, error) {
 	}
 	s, ok := decodeModifiedUTF8(b)
 	if !ok {
-		return "", fmt.Errorf("%w: %s is not modified UTF-8 (offset %d)", ErrCorrupt, what, r.pos-int(n))
+		return "", failed(ErrCorrupt, reason(ReasonNotUTF8, "what", what, "offset", itoa(r.pos-int(n))),
+			"%s is not modified UTF-8 (offset %d)", what, r.pos-int(n))
 	}
 	return s, nil
 }
@@ -173,9 +177,58 @@ func decodeModifiedUTF8(b []byte) (string, bool) {
 func (r *reader) enter(what string) error {
 	r.depth++
 	if r.depth > maxDepth {
-		return fmt.Errorf("%w: %s nested more than %d deep at offset %d", ErrCorrupt, what, maxDepth, r.pos)
+		return failed(ErrCorrupt, reason(ReasonTooDeep, "what", what, "depth", itoa(maxDepth), "offset", itoa(r.pos)),
+			"%s nested more than %d deep at offset %d", what, maxDepth, r.pos)
 	}
 	return nil
 }
 
 func (r *reader) leave() { r.depth-- }
+
+// failure is a reader failure: kind is the sentinel it wraps (ErrTruncated,
+// ErrCorrupt, ErrNotMetadata, ErrVersion, ErrHandleKind), r the reason code
+// with the numbers the page puts in its own language's sentence (offsets,
+// sizes, counts, versions), text the English message after the sentinel's.
+type failure struct {
+	kind error
+	r    Reason
+	text string
+}
+
+func (f *failure) Error() string { return f.kind.Error() + ": " + f.text }
+func (f *failure) Unwrap() error { return f.kind }
+
+// failed is a failure of kind with reason r and the English text.
+func failed(kind error, r Reason, format string, a ...any) error {
+	return &failure{kind: kind, r: r, text: fmt.Sprintf(format, a...)}
+}
+
+// countBeyond: a count at offset at whose items cannot fit in the left bytes.
+func countBeyond(what string, n int64, at, left int) error {
+	return failed(ErrCorrupt, reason(ReasonCountBeyond, "what", what, "value", strconv.FormatInt(n, 10), "offset", itoa(at), "left", itoa(left)),
+		"%s is %d at offset %d, but only %d bytes follow", what, n, at, left)
+}
+
+// located says where in the file a failure happened (a master state, an
+// operator, a subtask's handle): r is the place's reason, whose {cause} is
+// err's; the English text is "<place>: <err>".
+type located struct {
+	r    Reason
+	text string
+	err  error
+}
+
+func (l *located) Error() string { return l.text + ": " + l.err.Error() }
+func (l *located) Unwrap() error { return l.err }
+
+// within wraps err with the place it happened.
+func within(err error, r Reason, format string, a ...any) error {
+	return &located{r: r, text: fmt.Sprintf(format, a...), err: err}
+}
+
+func itoa[T ~int | ~int8 | ~uint8 | ~int32 | ~int64](v T) string {
+	return strconv.FormatInt(int64(v), 10)
+}
+
+// hex32 writes a 32-bit value as Flink's messages do (0x…, eight digits).
+func hex32(v uint32) string { return fmt.Sprintf("0x%08x", v) }

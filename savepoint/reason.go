@@ -3,6 +3,7 @@ package savepoint
 import (
 	"errors"
 	"regexp"
+	"strings"
 )
 
 // Reason says why StateLab left values undecoded, in a form a page can
@@ -43,10 +44,61 @@ const (
 	ReasonNamespaceUnknown   = "namespace-unknown"
 	ReasonTimerUnreadable    = "timer-unreadable"
 	ReasonSerializersUnknown = "serializers-unknown"
-	ReasonTruncated          = "truncated"
-	ReasonCorrupt            = "corrupt"
-	ReasonUnreadable         = "unreadable"
+	// The reader's failures: each names the offsets, sizes, counts and
+	// versions it found ("what" is the field it was reading, in English;
+	// the Chinese sentences say where by offset instead).
+	ReasonTruncated           = "truncated"
+	ReasonNegativeCount       = "negative-count"
+	ReasonCountBeyond         = "count-beyond"
+	ReasonNotUTF8             = "not-utf8"
+	ReasonTooDeep             = "too-deep"
+	ReasonTooShort            = "too-short"
+	ReasonBadMagic            = "bad-magic"
+	ReasonVersionOld          = "version-old"
+	ReasonVersionNew          = "version-new"
+	ReasonNegativeID          = "negative-checkpoint-id"
+	ReasonMasterMagic         = "master-state-magic"
+	ReasonMasterLength        = "master-state-length"
+	ReasonMasterTrailing      = "master-state-trailing"
+	ReasonParallelism         = "parallelism"
+	ReasonCoordinatorKind     = "coordinator-kind"
+	ReasonFinishedCoordinator = "finished-coordinator"
+	ReasonSubtaskBeyond       = "subtask-beyond"
+	ReasonStateScope          = "state-scope"
+	ReasonKeyGroupRange       = "key-group-range"
+	ReasonStreamHandleKind    = "stream-handle-kind"
+	ReasonKeyedHandleKind     = "keyed-handle-kind"
+	ReasonOperatorHandleKind  = "operator-handle-kind"
+	ReasonChannelHandleKind   = "channel-handle-kind"
+	ReasonChangelogPart       = "changelog-part"
+	ReasonDistributionMode    = "distribution-mode"
+	ReasonSegmentDelegate     = "segment-delegate"
+	ReasonStringLength        = "string-length"
+	ReasonStringBeyond        = "string-beyond"
+	ReasonEmptyKey            = "empty-key"
+	// Where a failure happened: {cause} is the failure.
+	ReasonInMasterState = "in-master-state"
+	ReasonInOperator    = "in-operator"
+	ReasonInCoordinator = "in-coordinator"
+	// ReasonInSubtask + "-" + the handle's part ("managed-operator-state",
+	// "raw-keyed-state", "ref-checkpoint-id", …): each is a code of its own.
+	ReasonInSubtask = "in-subtask"
+	// A failure with no code of its own: detail is the English message (the
+	// Chinese sentence says what kind of failure it was and where to read
+	// the detail).
+	ReasonCorrupt    = "corrupt"
+	ReasonUnreadable = "unreadable"
 )
+
+// subtaskParts are the parts of a subtask's state readSubtask names.
+var subtaskParts = []string{"managed-operator-state", "raw-operator-state", "managed-keyed-state", "raw-keyed-state",
+	"input-channel-state", "result-subpartition-state", "ref-checkpoint-id"}
+
+func init() {
+	for _, p := range subtaskParts {
+		ReasonTexts[ReasonInSubtask+"-"+p] = "subtask {subtask} " + strings.ReplaceAll(p, "-", " ") + ": {cause}"
+	}
+}
 
 // ReasonTexts is each code's English sentence: {name} is filled from Args,
 // {cause} with the wrapped reason's sentence. static/i18n/en.json holds the
@@ -74,12 +126,42 @@ var ReasonTexts = map[string]string{
 	ReasonNamespaceUnknown:   `state "{state}" has a namespace StateLab does not decode (serializer {serializer})`,
 	ReasonTimerUnreadable:    "timer serializer with key or namespace StateLab does not read",
 	ReasonSerializersUnknown: "its serializers are not ones StateLab reads, so the rest of each key group is not read",
-	// The reader's own errors: where the bytes ended early or did not fit
-	// Flink's format; detail is the reader's English message (the offset and
-	// field it was reading).
-	ReasonTruncated:  "{detail}",
-	ReasonCorrupt:    "{detail}",
-	ReasonUnreadable: "{detail}",
+	// The reader's own failures: each is the tail of the error's English
+	// text (the CLI prints the error).
+	ReasonTruncated:           "file ends early: {what} needs {need} bytes at offset {offset}, {left} left",
+	ReasonNegativeCount:       "corrupt metadata: {what} is {value} at offset {offset}",
+	ReasonCountBeyond:         "corrupt metadata: {what} is {value} at offset {offset}, but only {left} bytes follow",
+	ReasonNotUTF8:             "corrupt metadata: {what} is not modified UTF-8 (offset {offset})",
+	ReasonTooDeep:             "corrupt metadata: {what} nested more than {depth} deep at offset {offset}",
+	ReasonTooShort:            "not a Flink checkpoint metadata file: the file has {size} bytes, fewer than the 4-byte magic number {magic}",
+	ReasonBadMagic:            "not a Flink checkpoint metadata file: it starts with {found}, Flink's _metadata starts with {magic}",
+	ReasonVersionOld:          "unsupported metadata version: version {version} was written by Flink 1.10 or older; StateLab reads versions {min} to {max} (Flink 1.11 and later)",
+	ReasonVersionNew:          "unsupported metadata version: version {version} is unknown; StateLab reads versions {min} to {max} (a newer Flink may have written this file)",
+	ReasonNegativeID:          "corrupt metadata: checkpoint id {id} is negative",
+	ReasonMasterMagic:         "corrupt metadata: master state starts with {found}, not {magic}",
+	ReasonMasterLength:        "corrupt metadata: master state length {length}",
+	ReasonMasterTrailing:      `corrupt metadata: {left} trailing bytes in master state "{name}"`,
+	ReasonParallelism:         "corrupt metadata: operator {operator} has parallelism {parallelism} and max parallelism {maxParallelism}",
+	ReasonCoordinatorKind:     "corrupt metadata: coordinator state of operator {operator} is a {kind}, Flink expects a ByteStreamStateHandle",
+	ReasonFinishedCoordinator: "corrupt metadata: fully finished operator {operator} has coordinator state",
+	ReasonSubtaskBeyond:       "corrupt metadata: operator {operator} has parallelism {parallelism} but state for subtask {subtask}",
+	ReasonStateScope:          "corrupt metadata: checkpointed state scope {scope} (want 0 SHARED or 1 EXCLUSIVE)",
+	ReasonKeyGroupRange:       "corrupt metadata: key-group range start {start}, {count} key groups",
+	ReasonStreamHandleKind:    "unknown state handle kind: stream state handle type {type} at offset {offset} (StateLab knows {known})",
+	ReasonKeyedHandleKind:     "unknown state handle kind: keyed state handle type {type} at offset {offset} (StateLab knows {known})",
+	ReasonOperatorHandleKind:  "unknown state handle kind: operator state handle type {type} at offset {offset} (StateLab knows {known})",
+	ReasonChannelHandleKind:   "channel state handle type {type} at offset {offset} (the type must be one of {known})",
+	ReasonChangelogPart:       "corrupt metadata: non-materialized part of a changelog handle is {kind}, Flink expects a ChangelogStateHandle",
+	ReasonDistributionMode:    `corrupt metadata: operator state "{state}" has distribution mode {mode} (want 0 SPLIT_DISTRIBUTE, 1 UNION or 2 BROADCAST)`,
+	ReasonSegmentDelegate:     "corrupt metadata: a file-merging operator state handle must delegate to a segment file",
+	ReasonStringLength:        "corrupt metadata: string length too long",
+	ReasonStringBeyond:        "corrupt metadata: string of {chars} characters with {left} bytes left",
+	ReasonEmptyKey:            "corrupt metadata: an empty key (a key holds at least its key-group prefix)",
+	ReasonInMasterState:       "master state {index}: {cause}",
+	ReasonInOperator:          "operator state {index}: {cause}",
+	ReasonInCoordinator:       "coordinator state: {cause}",
+	ReasonCorrupt:             "{detail}",
+	ReasonUnreadable:          "{detail}",
 }
 
 var placeholder = regexp.MustCompile(`\{(\w+)\}`)
@@ -138,17 +220,29 @@ func because(code string, kv ...string) error {
 // innermost wrapped by fmt.Errorf's %w), else the reader's kind of failure
 // with the error's English text as the detail.
 func reasonFor(err error) Reason {
-	var re *reasonError
-	switch {
-	case errors.As(err, &re):
-		return re.r
-	case errors.Is(err, ErrTruncated):
-		return reason(ReasonTruncated, "detail", err.Error())
-	case errors.Is(err, ErrCorrupt):
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e := e.(type) {
+		case *reasonError:
+			return e.r
+		case *failure:
+			return e.r
+		case *located:
+			r := e.r
+			c := reasonFor(e.err)
+			r.Cause = &c
+			return r
+		}
+	}
+	if errors.Is(err, ErrTruncated) || errors.Is(err, ErrCorrupt) {
 		return reason(ReasonCorrupt, "detail", err.Error())
 	}
 	return reason(ReasonUnreadable, "detail", err.Error())
 }
+
+// ReasonOf is the reason an error of Read (or of the decoders) gives: a
+// code and the values its sentence names, for a page to say in its own
+// language. An error from elsewhere is ReasonUnreadable with its text.
+func ReasonOf(err error) Reason { return reasonFor(err) }
 
 // errNotDecoded sets a NotDecoded field from an error: the error's full
 // English text (with any context fmt.Errorf added) and its reason.

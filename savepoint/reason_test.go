@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -37,6 +38,11 @@ func placeholders(s string) []string {
 	return slices.Compact(out)
 }
 
+// englishOnly are the values a reason carries in English only: the field
+// the reader was reading ("what") and a failure's English message
+// ("detail"). The Chinese sentences leave them out.
+var englishOnly = map[string]bool{"what": true, "detail": true}
+
 // Every reason code has its English sentence in en.json (the same as
 // ReasonTexts) and a Chinese one in zh.json that names the same values; the
 // catalogues have no reason that the code lacks.
@@ -55,8 +61,12 @@ func TestReasonCodesInBothCatalogues(t *testing.T) {
 		if !slices.ContainsFunc([]rune(z), func(r rune) bool { return unicode.Is(unicode.Han, r) }) {
 			t.Errorf("zh.json %q = %q is not Chinese", key, z)
 		}
-		if got, want := placeholders(z), placeholders(text); !slices.Equal(got, want) {
-			t.Errorf("zh.json %q names %v, English names %v", key, got, want)
+		// A Chinese sentence names the same values, except the English ones:
+		// the field the reader was reading and its English message; it says
+		// where by the offset instead.
+		want := slices.DeleteFunc(placeholders(text), func(p string) bool { return englishOnly[p] })
+		if got := placeholders(z); !slices.Equal(got, want) {
+			t.Errorf("zh.json %q names %v, want %v (the English names %v)", key, got, want, placeholders(text))
 		}
 	}
 	for _, cat := range []map[string]string{en, zh} {
@@ -265,4 +275,83 @@ func streams(m *Metadata) []*StreamHandle {
 		}
 	}
 	return out
+}
+
+// Every failure of Read on a damaged _metadata — cut short at seeded places,
+// or with seeded bytes changed, of every snapshot Flink wrote in testdata —
+// has a code of its own (not the catch-all corrupt or unreadable, whose
+// sentence can only repeat the English message), every value its sentence
+// names is set, and the innermost sentence is the end of the error's
+// English text.
+func TestReadFailuresHaveCodes(t *testing.T) {
+	metas, _ := filepath.Glob(filepath.Join("testdata", "flink", "*", "*", "_metadata"))
+	if len(metas) == 0 {
+		t.Fatal("no snapshots in testdata/flink")
+	}
+	rng := rand.New(rand.NewPCG(21, 20))
+	codes := map[string]int{}
+	try := func(name string, b []byte) {
+		_, err := Read(b)
+		if err == nil {
+			return
+		}
+		r := ReasonOf(err)
+		leaf := r
+		for leaf.Cause != nil {
+			leaf = *leaf.Cause
+		}
+		codes[leaf.Code]++
+		if leaf.Code == ReasonCorrupt || leaf.Code == ReasonUnreadable {
+			t.Errorf("%s: %v has no code of its own (%s)", name, err, leaf.Code)
+			return
+		}
+		for x := &r; x != nil; x = x.Cause {
+			if _, ok := ReasonTexts[x.Code]; !ok {
+				t.Errorf("%s: code %q is not in ReasonTexts", name, x.Code)
+			}
+			for _, p := range placeholders(ReasonTexts[x.Code]) {
+				if _, ok := x.Args[p]; !ok && p != "cause" {
+					t.Errorf("%s: code %s leaves {%s} unset (%v)", name, x.Code, p, err)
+				}
+			}
+		}
+		if !strings.HasSuffix(err.Error(), leaf.Text()) {
+			t.Errorf("%s: the sentence %q is not the end of %q", name, leaf.Text(), err.Error())
+		}
+	}
+	for _, p := range metas {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			try(p+" cut", raw[:rng.IntN(len(raw))])
+			d := slices.Clone(raw)
+			for range 1 + rng.IntN(4) {
+				d[rng.IntN(len(d))] = byte(rng.IntN(256))
+			}
+			try(p+" changed", d)
+		}
+	}
+	// The ends of the file: too short for the magic number, versions before
+	// and after the ones read.
+	raw, err := os.ReadFile(metas[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	try("two bytes", raw[:2])
+	for _, v := range []byte{1, 9} {
+		d := slices.Clone(raw)
+		d[4], d[5], d[6], d[7] = 0, 0, 0, v
+		try(fmt.Sprintf("version %d", v), d)
+	}
+	for _, want := range []string{ReasonTruncated, ReasonBadMagic, ReasonTooShort, ReasonVersionOld, ReasonVersionNew} {
+		if codes[want] == 0 {
+			t.Errorf("no damage gave %q (seen: %v)", want, codes)
+		}
+	}
+	if len(codes) < 5 {
+		t.Errorf("only %d codes seen (%v): the damage does not reach the reader's checks", len(codes), codes)
+	}
+	t.Logf("codes seen: %v", codes)
 }

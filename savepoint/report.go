@@ -18,8 +18,10 @@ type Report struct {
 	MasterStates    []MasterState `json:"masterStates"`
 	Properties      *Properties   `json:"properties,omitempty"`
 	PropertiesError string        `json:"propertiesError,omitempty"`
-	LoadedFiles     int           `json:"loadedFiles,omitempty"`
-	FileProblems    []string      `json:"fileProblems,omitempty"`
+	// PropertiesErrorReason is PropertiesError's code, for the page.
+	PropertiesErrorReason *Reason  `json:"propertiesErrorReason,omitempty"`
+	LoadedFiles           int      `json:"loadedFiles,omitempty"`
+	FileProblems          []string `json:"fileProblems,omitempty"`
 }
 
 // ReportOperator is one operator of a Report.
@@ -92,7 +94,7 @@ type ReportKeyed struct {
 // NewReport summarises m.
 func NewReport(m *Metadata) *Report {
 	rep := &Report{Version: m.Version, CheckpointID: m.CheckpointID, Operators: []ReportOperator{},
-		Size: m.Size, MasterStates: m.MasterStates, Properties: m.Properties, PropertiesError: m.PropertiesError,
+		Size: m.Size, MasterStates: m.MasterStates, Properties: m.Properties, PropertiesError: m.PropertiesError, PropertiesErrorReason: m.PropertiesErrorReason,
 		LoadedFiles: m.LoadedFiles, FileProblems: m.FileProblems}
 	for _, op := range m.Operators {
 		ro := ReportOperator{ID: op.ID, Name: op.Name, UID: op.UID, Parallelism: op.Parallelism,

@@ -282,7 +282,7 @@ func readStringValue(r *reader) (any, error) {
 				return v, nil
 			}
 		}
-		return 0, fmt.Errorf("%w: string length too long", ErrCorrupt)
+		return 0, failed(ErrCorrupt, reason(ReasonStringLength), "string length too long")
 	}
 	n, err := varint()
 	if err != nil {
@@ -293,7 +293,7 @@ func readStringValue(r *reader) (any, error) {
 	}
 	n--
 	if n > int64(r.remaining()) {
-		return nil, fmt.Errorf("%w: string of %d characters with %d bytes left", ErrCorrupt, n, r.remaining())
+		return nil, failed(ErrCorrupt, reason(ReasonStringBeyond, "chars", itoa(n), "left", itoa(r.remaining())), "string of %d characters with %d bytes left", n, r.remaining())
 	}
 	units := make([]uint16, n)
 	for i := range units {

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -28,7 +29,15 @@ func TestCataloguesAgree(t *testing.T) {
 		assert.True(t, ok, "zh key %q has no English text", k)
 	}
 	for k, en := range c.msgs["en"] {
-		assert.Equal(t, placeholders(en), placeholders(c.msgs["zh"][k]), "placeholders of %q", k)
+		want := placeholders(en)
+		if strings.HasPrefix(k, "savepoint.reason.") {
+			// A reader failure's English sentence also names the field it
+			// was reading ({what}) or its English message ({detail}); the
+			// Chinese one says where by offset instead
+			// (savepoint.TestReasonCodesInBothCatalogues).
+			want = slices.DeleteFunc(want, func(p string) bool { return p == "{what}" || p == "{detail}" })
+		}
+		assert.ElementsMatch(t, want, placeholders(c.msgs["zh"][k]), "placeholders of %q", k)
 	}
 }
 

@@ -37,6 +37,15 @@ func (srv *Server) handleSavepointPage(w http.ResponseWriter, r *http.Request) {
 	srv.render(w, r, http.StatusOK, pages.Savepoint(p, pages.SavepointForm{MaxBytes: MaxSavepointUpload}))
 }
 
+// savepointError is the savepoint API's error: the reader's failure also
+// as a reason code with its values (savepoint.Reason), which the page says
+// in its own language ("savepoint.reason.<code>" in static/i18n).
+type savepointError struct {
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
+	Reason  *savepoint.Reason `json:"reason,omitempty"`
+}
+
 // maxUploadParts bounds the files of one directory upload.
 const maxUploadParts = 10000
 
@@ -79,7 +88,8 @@ func (srv *Server) readMetadataUpload(w http.ResponseWriter, r *http.Request) (*
 		if errors.Is(err, savepoint.ErrNotMetadata) {
 			code = CodeNotMetadata
 		}
-		writeJSON(w, http.StatusBadRequest, apiError{code, strings.TrimPrefix(err.Error(), "savepoint: ")})
+		r := savepoint.ReasonOf(err)
+		writeJSON(w, http.StatusBadRequest, savepointError{code, strings.TrimPrefix(err.Error(), "savepoint: "), &r})
 		return nil, false
 	}
 	if len(files) > 0 {

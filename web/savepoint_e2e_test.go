@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/savepoint"
 )
 
 // A Flink user opens /savepoint, picks their savepoint's _metadata with the
@@ -278,4 +282,111 @@ func TestBrowserSavepointReasonsInChinese(t *testing.T) {
 		assert.Positive(t, seen["outside-metadata"], "%s: the Flink savepoint read alone says its state is outside _metadata (%v)", lang, seen)
 		assert.Positive(t, seen["keyed-meta-version"], "%s: the keyed file's meta version (%v)", lang, seen)
 	}
+}
+
+// damagedKafkaFiles writes copies of the shared KafkaSource _metadata
+// damaged at seeded places — cut short, or with bytes changed — each in a
+// directory of its own as _metadata: those StateLab's reader refuses, with
+// as many different failure codes as the seed gives (up to want), then
+// those it still reads. It returns the paths and, for the refused ones,
+// the code of the innermost failure the reader gives.
+func damagedKafkaFiles(t *testing.T, raw []byte, want, readable int) (refused map[string]string, read []string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(20, 21))
+	refused = map[string]string{}
+	seen := map[string]bool{}
+	write := func(b []byte) string {
+		p := filepath.Join(t.TempDir(), "_metadata")
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		return p
+	}
+	for i := 0; i < 2000 && (len(seen) < want || len(read) < readable); i++ {
+		d := slices.Clone(raw)
+		if i%2 == 0 {
+			d = d[:rng.IntN(len(d))]
+		} else {
+			for range 1 + rng.IntN(3) {
+				d[rng.IntN(len(d))] = byte(rng.IntN(256))
+			}
+		}
+		_, err := savepoint.Read(d)
+		if err == nil {
+			if len(read) < readable && !bytes.Equal(d, raw) {
+				read = append(read, write(d))
+			}
+			continue
+		}
+		r := savepoint.ReasonOf(err)
+		for r.Cause != nil {
+			r = *r.Cause
+		}
+		if len(seen) < want && !seen[r.Code] {
+			seen[r.Code] = true
+			refused[write(d)] = r.Code
+		}
+	}
+	require.GreaterOrEqual(t, len(seen), 3, "the seeded damage gives at least three failure codes (%v)", seen)
+	return refused, read
+}
+
+// A Flink user drops a damaged _metadata (the shared KafkaSource savepoint
+// cut short or with bytes changed, at seeded places) on the Chinese page:
+// the page says why it cannot read it, or what it could not decode, in
+// Chinese — the offsets, sizes and versions as values, and no English word
+// outside them. The same files on the English page say it in English, so
+// the check can see English where it is.
+func TestBrowserSavepointDamagedFilesInChinese(t *testing.T) {
+	_, raw := sharedKafkaMetadata(t)
+	refused, read := damagedKafkaFiles(t, raw, 6, 3)
+	// Every message the page shows about the file: the read error, the
+	// properties' and each "not decoded" reason; what is left of each once
+	// the values (set as code) and the words a Chinese sentence keeps (the
+	// product, Flink, file and command names) are taken out.
+	const messages = `(() => {
+		const out = [];
+		for (const p of document.querySelectorAll('#sp-error, .sp-reason, .sp-failure')) {
+			if (p.hidden) continue;
+			const c = p.cloneNode(true);
+			c.querySelectorAll('code').forEach((e) => e.remove());
+			const rest = c.textContent.replace(/StateLab|Flink \d\.\d+|Flink|_metadata|statelab savepoint inspect/g, '');
+			const code = p.dataset.code || p.querySelector('[data-code]')?.dataset.code || '';
+			out.push({ code, text: p.textContent, words: (rest.match(/[A-Za-z]{2,}/g) || []).join(' ') });
+		}
+		return out;
+	})()`
+	type message struct{ Code, Text, Words string }
+	b := newBrowser(t)
+	show := func(lang, file string) []message {
+		b.run(chromedp.Navigate(b.url + "/savepoint?lang=" + lang))
+		b.waitJS(20*time.Second, "the page's script", `document.getElementById('savepoint')?.dataset.ready === 'true'`)
+		b.run(chromedp.SetUploadFiles(chromedp.CSS(`#sp-file`), []string{file}))
+		b.waitJS(30*time.Second, "the page's answer", `!document.getElementById('sp-error').hidden || document.querySelectorAll('.sp-operator').length > 0`)
+		return eval[[]message](b, messages)
+	}
+	codes := map[string]bool{}
+	for file, code := range refused {
+		got := show("zh", file)
+		require.NotEmpty(t, got, "the refusal of a file damaged to %s is shown", code)
+		assert.True(t, eval[bool](b, `!document.getElementById('sp-error').hidden`), "%s: the page says it cannot read the file", code)
+		for _, m := range got {
+			assert.Empty(t, m.Words, "%s: English in the Chinese message %q", code, m.Text)
+			assert.Contains(t, m.Text, "无法读取", "%s: %q", code, m.Text)
+		}
+		// The page's innermost code is the reader's.
+		leaf := eval[string](b, `(() => { const all = [...document.querySelectorAll('#sp-error [data-code]')]; return all.length ? all[all.length - 1].dataset.code : ''; })()`)
+		assert.NotEmpty(t, leaf, "%s: the message carries its code", code)
+		codes[code] = true
+		if len(codes) <= 2 {
+			b.shot("savepoint-06-damaged-zh-" + code)
+			en := show("en", file)
+			require.NotEmpty(t, en)
+			assert.NotEmpty(t, en[0].Words, "%s: the English page says it in English: %q", code, en[0].Text)
+		}
+	}
+	for _, file := range read {
+		for _, m := range show("zh", file) {
+			assert.Empty(t, m.Words, "a file read despite its damage: English in the Chinese message %q", m.Text)
+		}
+	}
+	t.Logf("failure codes shown: %v", codes)
 }

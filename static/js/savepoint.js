@@ -25,9 +25,10 @@ const planEl = $('sp-plan');
 let file = null; // the body last sent (a Blob, or FormData for a directory); the plan sends it again
 let report = null;
 
-function showError(msg) {
-  errorEl.textContent = msg;
-  errorEl.hidden = !msg;
+// showError shows a message: text, or text and elements (a reason's parts).
+function showError(...parts) {
+  clear(errorEl).append(...parts.filter((p) => p !== ''));
+  errorEl.hidden = parts.every((p) => p === '');
 }
 
 async function post(path, body) {
@@ -35,7 +36,11 @@ async function post(path, body) {
   if (!(body instanceof FormData)) headers['Content-Type'] = 'application/octet-stream';
   const r = await fetch(path, { method: 'POST', body, headers });
   const answer = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(answer.message || t('savepoint.err.http', { status: r.status }));
+  if (!r.ok) {
+    const err = new Error(answer.message || t('savepoint.err.http', { status: r.status }));
+    err.reason = answer.reason; // the reader's failure as a code with its values
+    throw err;
+  }
   return answer;
 }
 
@@ -63,7 +68,9 @@ async function load(blob, name, others = []) {
     file = body;
   } catch (e) {
     statusEl.textContent = '';
-    showError(t('savepoint.err.read', { name, message: e.message }));
+    const el = h('span', { class: 'sp-failure', 'data-code': e.reason ? e.reason.code : '' });
+    el.append(...sentence(t('savepoint.err.read', { name }), 'message', reasonOrText(e.reason, e.message)));
+    showError(el);
     return;
   }
   let status = t('savepoint.read', { name, size: bytes(size) });
@@ -142,7 +149,11 @@ function renderSummary(rep) {
       h('dt', {}, t('savepoint.operators')), h('dd', { id: 'sp-operator-count' }, String(rep.operators.length)),
       h('dt', {}, t('savepoint.masterStates')), h('dd', {}, rep.masterStates.length ? rep.masterStates.map((m) => `${m.name} (${bytes(m.bytes)})`).join(', ') : t('savepoint.none'))),
   );
-  if (rep.propertiesError) summaryEl.append(h('p', { class: 'hint' }, t('savepoint.propertiesError', { message: rep.propertiesError })));
+  if (rep.propertiesError) {
+    const r = rep.propertiesErrorReason;
+    summaryEl.append(h('p', { class: 'hint sp-failure', 'data-code': r ? r.code : '' },
+      ...sentence(t('savepoint.propertiesError'), 'message', reasonOrText(r, rep.propertiesError))));
+  }
 }
 
 // The operators as boxes, in the order the file lists them: _metadata holds
@@ -233,9 +244,20 @@ function keyedValues(v) {
 // English text is the fallback for a code the catalogue lacks.
 function notDecoded(text, reason) {
   const p = h('p', { class: 'hint sp-reason', 'data-code': reason ? reason.code : '' });
-  const [before, after = ''] = t('savepoint.notDecoded').split('{reason}');
-  p.append(before, ...(reason && has(`savepoint.reason.${reason.code}`) ? reasonParts(reason) : [text]), after);
+  p.append(...sentence(t('savepoint.notDecoded'), 'reason', reasonOrText(reason, text)));
   return p;
+}
+
+// sentence is tpl (a translated sentence) with its {slot} replaced by parts.
+function sentence(tpl, slot, parts) {
+  const [before, after = ''] = tpl.split(`{${slot}}`);
+  return [before, ...parts, after].filter((x) => x !== '');
+}
+
+// reasonOrText is a reason in the page's language, or the English text for
+// a code the catalogue lacks (or no reason at all).
+function reasonOrText(reason, text) {
+  return reason && has(`savepoint.reason.${reason.code}`) ? reasonParts(reason) : [text];
 }
 
 function reasonParts(r) {
