@@ -107,15 +107,6 @@ func newStorage(cfg StorageConfig) (CheckpointStorage, error) {
 	return nil, fmt.Errorf("state: unknown checkpoint storage %q (want jobmanager or filesystem)", cfg.Kind)
 }
 
-// ParseStorageKind accepts jobmanager or filesystem.
-func ParseStorageKind(s string) (StorageKind, error) {
-	switch k := StorageKind(s); k {
-	case JobManagerStorage, FileSystemStorage:
-		return k, nil
-	}
-	return "", fmt.Errorf("state: unknown checkpoint storage %q (want jobmanager or filesystem)", s)
-}
-
 // recover rebuilds the registry from the metadata files on disk, so a new
 // job manager process sees the checkpoints of the last one.
 func (s *checkpointStorage) recover() error {
@@ -762,16 +753,4 @@ func (m *memBlobs) list() (map[string]int64, error) {
 		out[p] = int64(len(b))
 	}
 	return out, nil
-}
-
-// corruptForTest lets tests flip a byte of a file held in memory.
-func (m *memBlobs) corruptForTest(p string, off int) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.files[p]
-	if !ok || off >= len(b) {
-		return false
-	}
-	b[off] ^= 0xff
-	return true
 }

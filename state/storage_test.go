@@ -321,3 +321,15 @@ func TestPeekIsNotCountedAsBytesRead(t *testing.T) {
 		})
 	}
 }
+
+// corruptForTest lets tests flip a byte of a file held in memory.
+func (m *memBlobs) corruptForTest(p string, off int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.files[p]
+	if !ok || off >= len(b) {
+		return false
+	}
+	b[off] ^= 0xff
+	return true
+}

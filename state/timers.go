@@ -66,9 +66,6 @@ func TimerStateName(service string, d TimeDomain) string {
 	return TimerStatePrefix + "event_" + service
 }
 
-// IsTimerState reports whether a state name is a timer state.
-func IsTimerState(name string) bool { return strings.HasPrefix(name, TimerStatePrefix) }
-
 // Timer is one registered timer (Flink's InternalTimer): a timestamp in
 // milliseconds (event time) or nanoseconds of the engine's processing-time
 // clock, a key, a namespace, and the key group of the key.
