@@ -458,25 +458,49 @@ func (s *Stepper) Play(ctx context.Context) error {
 				s.mu.Unlock()
 				return nil
 			}
-			target := s.clock + time.Duration(float64(now.Sub(last))*s.speed)
+			more := s.playTick(now.Sub(last), now)
 			last = now
-			// Hold the lock at most a few milliseconds per tick, so
-			// snapshots and commands stay responsive at any speed; the
-			// virtual clock is never moved by hand (that would break replay),
-			// so at high speed the run simply falls behind real time.
-			for n := 0; s.clock < target; n++ {
-				if n&255 == 255 && time.Since(now) > 8*time.Millisecond {
-					break
-				}
-				if !s.stepLocked() {
-					s.paused = true
-					s.mu.Unlock()
-					return nil
-				}
+			if !more {
+				s.paused = true
+				s.mu.Unlock()
+				return nil
 			}
 			s.mu.Unlock()
 		}
 	}
+}
+
+// playTick is one tick of Play, elapsed real time after the previous one
+// (started at now), with s.mu held: it steps until the virtual clock has
+// advanced by elapsed times the speed. It returns false when nothing more
+// can happen.
+//
+// A restart backoff is passed at once, as an idle Stepper passes it by
+// advancing its clock to the restart timer: while a pipelined region waits
+// for its restart (region.go) the other regions keep the Stepper busy, so
+// the backoff (exponential-delay's 1 s) would pass at the teaching pace,
+// some 50 s on screen, where a global restart of the same job (nothing
+// else runs, so the clock jumps from timer to timer) takes a few ticks.
+// The steps are the same either way (only how many run per tick changes),
+// so a replay is not affected.
+func (s *Stepper) playTick(elapsed time.Duration, now time.Time) bool {
+	target := s.clock + time.Duration(float64(elapsed)*s.speed)
+	if c := s.c; c.status == JobRestarting && c.rs.restartAt > target {
+		target = c.rs.restartAt
+	}
+	// Hold the lock at most a few milliseconds per tick, so snapshots and
+	// commands stay responsive at any speed; the virtual clock is never
+	// moved by hand (that would break replay), so at high speed the run
+	// simply falls behind real time.
+	for n := 0; s.clock < target; n++ {
+		if n&255 == 255 && time.Since(now) > 8*time.Millisecond {
+			break
+		}
+		if !s.stepLocked() {
+			return false
+		}
+	}
+	return true
 }
 
 // Pause makes Play return after its current tick, and stops what Resume started.
