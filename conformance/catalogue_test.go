@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/statelab/statelab/engine"
+	"github.com/statelab/statelab/rescale"
 )
 
 func op(id, kind string, p int, opts map[string]any) map[string]any {
@@ -202,6 +203,35 @@ func catalogue() []*scenario {
 			check: checkRegionFailover,
 		},
 		{
+			name: "chain-fails-as-one-unit",
+			claim: "With chaining on (Flink's default), an all-forward job source -> tokenizer -> upper -> sink with startNewChain() " +
+				"on upper runs as two chains, \"Source: source -> tokenizer\" and \"upper -> sink\"; a failure of tokenizer#1 fails " +
+				"its chain's subtask as one unit, and region failover restarts subtask 1 of both chains (the region), not subtask 0",
+			spec:       chainedForwardJob(),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(31, 60, 3)}},
+			phases: []phase{{
+				flinkFaults:    []flinkFault{{Kind: "throw", Task: "tokenizer#1", AfterRecords: 10}},
+				statelabFaults: []slFault{{cmd: engine.CmdCrashSubtask, task: "tokenizer#1", afterRecords: 10}},
+			}},
+			slots: 4,
+			check: checkChain,
+		},
+		{
+			name: "ttl-expiry",
+			claim: "A keyed value with a state TTL (count, ttl 1s, Flink's StateTtlConfig with its defaults: OnCreateAndWrite, " +
+				"NeverReturnExpired, processing time) that nothing touched for longer than the TTL is not returned: after a pause " +
+				"longer than the TTL every word counts from 1 again. Processing time is wall clock on Flink and job time on StateLab, " +
+				"so only what does not depend on how fast records flow is compared: each word comes once per phase, and the pause " +
+				"(1.5 s) is a lower bound on both",
+			spec:       ttlJob("1s"),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {ttlWords, ttlWords}},
+			phases:     []phase{{}, {pause: 1500 * time.Millisecond}},
+			slots:      4,
+			check:      checkTTL,
+		},
+		{
 			name:       "expired-checkpoint",
 			claim:      "A checkpoint that expires with tolerable-failed-checkpoints 0 fails the job over (CheckpointFailureManager): every subtask restarts from the latest completed checkpoint",
 			spec:       wordCount(2, "exactly-once", map[string]any{"interval": "100ms", "timeout": "800ms", "tolerableFailed": 0}, map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"}),
@@ -250,6 +280,19 @@ func catalogue() []*scenario {
 			}, {rescale: map[string]int{"alerts": 3}}},
 			slots: 5,
 			check: checkAlerts,
+		},
+		{
+			name: "alerts-timers-pending-across-rescale",
+			claim: "Event-time timers pending at a savepoint travel with their key groups: the input goes on after a stop-with-savepoint " +
+				"and a restore at parallelism 3 (alerts 2 -> 3), and a timer registered before the rescale fires after it, once, on " +
+				"the subtask that owns its key group at 3; every alert is committed exactly once, the same alerts on both",
+			spec:       alertsJob(),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(33, 120, 1), genLines(34, 120, 1)}},
+			continuous: true,
+			phases:     []phase{{}, {rescale: map[string]int{"alerts": 3}}},
+			slots:      5,
+			check:      checkTimersAcrossRescale,
 		},
 		{
 			name: "upgrade-remove-stateful-operator",
@@ -558,9 +601,220 @@ func checkAlerts(j *judge, sl *slResult, fl *trace) {
 	checkExactOutput(j, sl, fl, alertsOutput(catalogueLines("alerts-timers-crash-rescale-2-3")[0]))
 }
 
+// timerFired reads the timer's timestamp out of a StateLab timer-fired
+// event's message ("alerts#1: timer 57 of flink fired at …").
+var timerFired = regexp.MustCompile(`timer (-?\d+) of `)
+
+func checkTimersAcrossRescale(j *judge, sl *slResult, fl *trace) {
+	lines := catalogueLines("alerts-timers-pending-across-rescale")
+	var all []string
+	for _, ls := range lines {
+		all = append(all, ls...)
+	}
+	checkExactOutput(j, sl, fl, alertsOutput(all))
+	require.Len(j.t, fl.Phases, 2, "Flink ran the job and the restore at 3")
+	cut := int64(len(lines[0])) // the first timestamp of phase 1
+	owner := func(key string) int {
+		return rescale.OperatorIndexForKeyGroup(128, 3, rescale.KeyGroupForString(key, 128))
+	}
+	// Flink: an alert of phase 1 whose session ended before the cut fired
+	// from a timer the savepoint held.
+	flCarried := map[string]int{} // "key@timer" -> subtask
+	for _, e := range fl.Phases[1].Events {
+		if e.Event == "alert" && e.Operator == "alerts" && e.Last < cut {
+			flCarried[fmt.Sprintf("%s@%d", e.Key, e.Timer)] = e.Subtask
+			j.true("Flink fired "+e.Key+"'s restored timer on the owner of its key group at 3", e.Subtask == owner(e.Key), e.Subtask)
+		}
+	}
+	j.t.Logf("Flink: %d timers pending at the savepoint fired after the restore at 3", len(flCarried))
+	j.true("Flink fired timers registered before the rescale after it", len(flCarried) > 0, flCarried)
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 2, "StateLab ran the job and the rescale")
+	restored := map[string]bool{}
+	for _, ts := range sl.phases[1].pendingTimers["alerts"] {
+		for _, tm := range ts {
+			restored[fmt.Sprintf("%s@%d", tm.Key, tm.Timestamp)] = true
+		}
+	}
+	slCarried := map[string]int{}
+	for _, e := range sl.phases[1].timersFired {
+		m := timerFired.FindStringSubmatch(e.Message)
+		if m == nil {
+			continue
+		}
+		k := e.Key + "@" + m[1]
+		if !restored[k] {
+			continue
+		}
+		var i int
+		fmt.Sscanf(e.Task, "alerts#%d", &i)
+		slCarried[k] = i
+		j.true("StateLab fired "+e.Key+"'s restored timer on the owner of its key group at 3", i == owner(e.Key), i)
+	}
+	j.t.Logf("StateLab: %d timers pending after the rescale, %d of them alerted after it", len(restored), len(slCarried))
+	j.true("StateLab fired timers registered before the rescale after it", len(slCarried) > 0, slCarried)
+	// Where both held the same timer across the rescale (their savepoints
+	// fall at different records, see scenario.continuous), the same
+	// subtask fired it.
+	slCommon, flCommon := map[string]int{}, map[string]int{}
+	for k, i := range flCarried {
+		if v, ok := slCarried[k]; ok {
+			slCommon[k], flCommon[k] = v, i
+		}
+	}
+	j.t.Logf("timers carried across the rescale on both: %d", len(flCommon))
+	j.equal("the subtask that fired each timer both carried across the rescale", slCommon, flCommon)
+}
+
 func withBackend(spec map[string]any, backend string) map[string]any {
 	spec["backend"] = backend
 	return spec
+}
+
+// ttlWords are the TTL scenario's lines: each word once, so a value is read
+// again only after the pause between the phases.
+var ttlWords = strings.Fields("flink state stream key group barrier checkpoint savepoint window event time watermark task slot operator source sink record offset partition")
+
+// ttlJob is the word count with a state TTL on count's ValueState.
+func ttlJob(ttl string) map[string]any {
+	j := wordCount(2, "exactly-once", map[string]any{"interval": "100ms"}, nil)
+	j["name"] = "word count with a TTL"
+	for _, o := range j["operators"].([]any) {
+		if o.(map[string]any)["id"] == "count" {
+			o.(map[string]any)["options"] = map[string]any{"ttl": ttl}
+		}
+	}
+	return j
+}
+
+// lastValues is each key's last committed value.
+func lastValues(recs []committedRecord) map[string]int64 {
+	out := map[string]int64{}
+	for _, r := range recs {
+		out[r.Key] = r.Value
+	}
+	return out
+}
+
+func checkTTL(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 2, "Flink ran both phases")
+	// Every word once per phase, each count expired in between: every
+	// result is word=1, twice.
+	want := map[string]int{}
+	for _, w := range ttlWords {
+		want[w+"=1"] = 2
+	}
+	got := committedMultiset(fl, "sink")
+	d, l, u := multisetDiff(got, want)
+	j.true("Flink's counts start from 1 again after the pause (every word=1 twice)", d == 0 && l == 0 && u == 0,
+		fmt.Sprintf("%d duplicated, %d lost, %d unexpected of %d", d, l, u, total(want)))
+	empty := map[int]map[string]int64{0: {}, 1: {}}
+	j.true("Flink's count returns no value after the pause", jsonOf(flinkKeys(&fl.Phases[1], "open", "count")) == jsonOf(empty), flinkKeys(&fl.Phases[1], "open", "count"))
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 2, "StateLab ran both phases")
+	j.equal("keys and counts each count subtask returns after the pause (none: expired)", sl.phases[1].restoredKeys["count"], flinkKeys(&fl.Phases[1], "open", "count"))
+	held := map[string]int64{}
+	for _, keys := range sl.phases[1].finalKeys["count"] {
+		for k, v := range keys {
+			held[k] = v
+		}
+	}
+	j.equal("each word's count after the second phase (StateLab: its state; Flink: its last committed result)", held, lastValues(fl.Committed["sink"]))
+	if c := sinkOf(sl, "sink"); c != nil {
+		j.equal("results committed", c.Committed, total(got))
+	}
+}
+
+// chainedForwardJob is forwardJob with chaining on and upper starting a
+// new chain (Flink's startNewChain()).
+func chainedForwardJob() map[string]any {
+	j := forwardJob()
+	j["name"] = "all forward, chained"
+	j["chaining"] = true
+	for _, o := range j["operators"].([]any) {
+		if o.(map[string]any)["id"] == "upper" {
+			o.(map[string]any)["chain"] = engine.ChainStartNew
+		}
+	}
+	return j
+}
+
+// chainTask is a chain's task name in flinkref's terms: Flink's chained
+// name without the "Source: " prefix, then "#" and the subtask index.
+func chainTask(name string, subtask int) string {
+	return fmt.Sprintf("%s#%d", strings.TrimPrefix(name, "Source: "), subtask)
+}
+
+// chainName is a chained name without "Sink: ": StateLab names its sink as
+// Flink names one added with sinkTo ("upper -> Sink: sink"), flinkref's
+// two-phase sink is a transform() operator, which Flink names by its name
+// alone ("upper -> sink").
+func chainName(name string) string { return strings.ReplaceAll(name, "Sink: ", "") }
+
+func checkChain(j *judge, sl *slResult, fl *trace) {
+	p := fl.Phases[0]
+	var flChains []string
+	for _, v := range p.Vertices {
+		flChains = append(flChains, v.Name)
+	}
+	sort.Strings(flChains)
+	j.true("Flink ran two chains", len(flChains) == 2, flChains)
+	j.true("Flink restarted subtask 1 of both chains only", strings.Join(sorted(p.RestartedSubtasks), ",") == "source -> tokenizer#1,upper -> sink#1", p.RestartedSubtasks)
+	j.true("Flink's job went RESTARTING and back to RUNNING", strings.Join(flinkPath(&p), ",") == "RESTARTING,RUNNING", flinkPath(&p))
+	checkExactOutput(j, sl, fl, func() map[string]int {
+		// upper upper-cases each word; every word once per occurrence, value 1
+		out := map[string]int{}
+		for _, l := range catalogueLines("chain-fails-as-one-unit")[0] {
+			for _, w := range strings.Fields(l) {
+				out[strings.ToUpper(strings.ToLower(w))+"=1"]++
+			}
+		}
+		return out
+	}())
+	if sl == nil {
+		return
+	}
+	sp := sl.phases[0]
+	var slChains []string
+	chainOf := map[string]string{} // operator id -> its chain's name
+	for _, c := range sp.chains {
+		slChains = append(slChains, chainName(c.Name))
+		for _, op := range c.Operators {
+			chainOf[op] = chainName(c.Name)
+		}
+	}
+	sort.Strings(slChains)
+	j.equal("the chains (Flink's chained names)", slChains, flChains)
+	// StateLab reports each chained operator's subtask; a chain's subtask
+	// restarted when all its operators' subtasks did.
+	restarted := map[string]int{}
+	for _, task := range sp.restarted {
+		var op string
+		var i int
+		if k := strings.LastIndex(task, "#"); k > 0 {
+			op = task[:k]
+			fmt.Sscanf(task[k+1:], "%d", &i)
+		}
+		restarted[chainTask(chainOf[op], i)]++
+	}
+	var slRestarted []string
+	for task, n := range restarted {
+		var ops int
+		for _, c := range sp.chains {
+			if strings.HasPrefix(task, strings.TrimPrefix(chainName(c.Name), "Source: ")+"#") {
+				ops = len(c.Operators)
+			}
+		}
+		j.true("StateLab restarted every operator of chain subtask "+task, n == ops, fmt.Sprintf("%d of %d", n, ops))
+		slRestarted = append(slRestarted, task)
+	}
+	sort.Strings(slRestarted)
+	j.equal("chain subtasks restarted", slRestarted, sorted(p.RestartedSubtasks))
+	j.equal("job statuses after the failure", jobPath(sp.statusesAfterFault), flinkPath(&p))
 }
 
 func forwardJob() map[string]any {

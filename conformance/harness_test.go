@@ -174,6 +174,8 @@ type flinkPhase struct {
 	Faults         []flinkFault       `json:"faults,omitempty"`
 	TimeoutSeconds int                `json:"timeoutSeconds,omitempty"`
 	AwaitFaults    bool               `json:"awaitFaults,omitempty"`
+	// PauseMillis: the runner waits this long before the phase starts
+	PauseMillis int64 `json:"pauseMillis,omitempty"`
 	// An upgrade: the changed job, submitted with the previous savepoint
 	// (and allowNonRestoredState); Refused: the restore is expected to fail,
 	// and the next phase restores from the same savepoint.
@@ -269,6 +271,10 @@ type operatorEvent struct {
 		Offset    int64 `json:"offset"`
 	} `json:"restoredSplits"`
 	OperatorState map[string][]string `json:"operatorState"`
+	// an alert (event "alert"): the key, the timer that fired, the session's last event time
+	Key   string `json:"key"`
+	Timer int64  `json:"timer"`
+	Last  int64  `json:"last"`
 }
 
 type committedRecord struct {

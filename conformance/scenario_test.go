@@ -32,6 +32,15 @@ type scenario struct {
 	taskManagers, slots int
 	// statelabOnlyFlink: StateLab cannot run this scenario yet (why)
 	flinkOnly string
+	// continuous: the input goes on across the phases with timestamps that
+	// go on (line i has timestamp i, whatever its phase). Flink holds its
+	// sources at each phase's end (limits) and stops with a savepoint there;
+	// StateLab's topics hold every line from the start, and a phase's
+	// rescale is applied once its sources have read the earlier phases'
+	// lines (StateLab's sources cannot be held, and a typed-in record has
+	// timestamp 0), so where StateLab's savepoint falls may differ by the
+	// records in flight: only what does not depend on it is compared.
+	continuous bool
 	// differs: where StateLab simplifies on purpose around this scenario
 	// (docs/flink-fidelity.md), why, and the static/i18n sentence the live
 	// view's story shows when it happens (TestCatalogueDifferencesInTheUI).
@@ -48,6 +57,10 @@ type difference struct {
 
 type phase struct {
 	rescale map[string]int // applied before the phase: operator -> new parallelism
+	// pause: before the phase starts, time passes with no input: Flink
+	// waits this long (wall clock) between the previous phase's savepoint
+	// and this phase's start; StateLab runs its (virtual) clock on by it
+	pause time.Duration
 	// flinkFaults and statelabFaults are the same fault, in each system's terms
 	flinkFaults    []flinkFault
 	statelabFaults []slFault
@@ -114,7 +127,7 @@ func (sc *scenario) layout(src string) (parts [][]inputRecord, ends [][]int64) {
 	for ph, lines := range sc.lines[src] {
 		for _, l := range lines {
 			ts := int64(0)
-			if ph == 0 {
+			if ph == 0 || sc.continuous {
 				ts = int64(i)
 			}
 			parts[i%p] = append(parts[i%p], inputRecord{Text: l, TS: ts})
@@ -156,7 +169,7 @@ func (sc *scenario) flink(dir string) flinkScenario {
 		for op, p := range ph.rescale {
 			par[op] = p
 		}
-		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults}
+		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults, PauseMillis: ph.pause.Milliseconds()}
 		if ph.upgrade != nil {
 			fp.Job = sc.withSources(ph.job, false)
 			fp.AllowNonRestoredState = ph.upgrade.AllowNonRestoredState
@@ -205,6 +218,13 @@ func (sc *scenario) withSources(job map[string]any, withLines bool) map[string]a
 			opts["generator"] = "none"
 			if ls := sc.lines[id]; len(ls) > 0 {
 				opts["lines"] = ls[0]
+				if sc.continuous {
+					var all []string
+					for _, l := range ls {
+						all = append(all, l...)
+					}
+					opts["lines"] = all
+				}
 			}
 		}
 	}

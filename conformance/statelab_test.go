@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/statelab/statelab/engine"
+	"github.com/statelab/statelab/state"
 )
 
 // slResult is what StateLab's engine did in a scenario, in the same terms as
@@ -40,6 +41,13 @@ type slPhase struct {
 	refused string
 	// operatorIDs: each operator's ID (hex), by operator id, once the phase runs
 	operatorIDs map[string]string
+	// chains: the job's chains (operator ids, head first), once the phase runs
+	chains []engine.ChainView
+	// pendingTimers: each keyed subtask's pending timers once the phase runs
+	// (after its restore), by operator and subtask
+	pendingTimers map[string]map[int][]state.Timer
+	// timersFired: the phase's timer-fired events (alerts)
+	timersFired []engine.Event
 }
 
 // failedCheckpoint is a failed checkpoint, its reason named as Flink's
@@ -68,10 +76,13 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("StateLab refuses the job spec: %w", err)
 	}
-	// flinkref's JobBuilder runs every job with env.disableOperatorChaining()
-	// (each operator its own task): StateLab's side does the same.
-	off := false
-	js.Chaining = &off
+	// flinkref's JobBuilder runs a job without chaining: true with
+	// env.disableOperatorChaining() (each operator its own task): StateLab's
+	// side does the same (its default, said explicitly).
+	if js.Chaining == nil {
+		off := false
+		js.Chaining = &off
+	}
 	var events []engine.Event
 	opts := engine.Options{RecordEvents: func(e engine.Event) { events = append(events, e) }}
 	// A stalled snapshot is set up front (engine.Options.SnapshotStall) and
@@ -113,6 +124,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	for i, ph := range sc.phases {
 		mark := len(events)
 		var p slPhase
+		if ph.pause > 0 {
+			s.RunFor(ph.pause) // no input: only the clock (and periodic checkpoints) move on
+		}
 		if i > 0 && ph.upgrade != nil {
 			if savepoint == 0 {
 				before := s.Snapshot().Checkpoints.Counts.Completed
@@ -151,6 +165,13 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 					}
 					return res, fmt.Errorf("phase %d: rescale %s to %d: %w", i, op, ph.rescale[op], err)
 				}
+				if sc.continuous {
+					// The input goes on: wait for the rescale, not for the end of it.
+					if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return sn.Job.Rescale == nil && allRunning(sn) }, stepsPerPhase); err != nil {
+						return res, fmt.Errorf("phase %d: rescale %s: %w", i, op, err)
+					}
+					continue
+				}
 				if _, err := s.RunUntilDrained(stepsPerPhase); err != nil {
 					return res, fmt.Errorf("phase %d: after rescale %s: %w", i, op, err)
 				}
@@ -165,9 +186,11 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		for _, o := range snap.Job.Operators {
 			p.operatorIDs[o.ID] = o.OperatorID
 		}
+		p.chains = snap.Job.Chains
 		p.keyGroups = keyGroupsOf(&snap)
 		p.restoredKeys = keyedState(t, s, &snap)
-		if i > 0 {
+		p.pendingTimers = pendingTimers(t, s, &snap)
+		if i > 0 && !sc.continuous {
 			for _, src := range sc.sources() {
 				if i >= len(sc.lines[src]) {
 					continue
@@ -209,7 +232,26 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				}
 			}
 		}
-		_, runErr := s.RunUntilDrained(stepsPerPhase)
+		var runErr error
+		if sc.continuous && i < len(sc.phases)-1 {
+			// The phase ends where the next one's lines begin (see scenario.continuous).
+			read := map[string]int64{}
+			for _, src := range sc.sources() {
+				for _, ls := range sc.lines[src][:i+1] {
+					read[src] += int64(len(ls))
+				}
+			}
+			_, runErr = s.RunUntil(func(sn *engine.Snapshot) bool {
+				for src, n := range read {
+					if sourceRead(sn, src) < n {
+						return false
+					}
+				}
+				return true
+			}, stepsPerPhase)
+		} else {
+			_, runErr = s.RunUntilDrained(stepsPerPhase)
+		}
 		snap = s.Snapshot()
 		p.finalStatus = string(snap.Job.Status)
 		if runErr != nil && snap.Job.Status != engine.JobFailed {
@@ -226,6 +268,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		for k, e := range events[mark:] {
 			if e.Kind == engine.EvRestore {
 				p.restores = append(p.restores, e)
+			}
+			if e.Kind == engine.EvTimerFired {
+				p.timersFired = append(p.timersFired, e)
 			}
 			if mark+k < faultMark || len(ph.statelabFaults) == 0 {
 				continue
@@ -293,6 +338,41 @@ func recordsIn(sn *engine.Snapshot, task string) int64 {
 	return 0
 }
 
+// sourceRead is how many records source's subtasks have read.
+func sourceRead(sn *engine.Snapshot, source string) int64 {
+	var n int64
+	for _, o := range sn.Job.Operators {
+		if o.ID == source {
+			for _, st := range o.Subtasks {
+				n += st.RecordsIn
+			}
+		}
+	}
+	return n
+}
+
+// pendingTimers reads every alerts subtask's pending timers through the
+// state inspector.
+func pendingTimers(t *testing.T, s *engine.Stepper, sn *engine.Snapshot) map[string]map[int][]state.Timer {
+	t.Helper()
+	out := map[string]map[int][]state.Timer{}
+	for _, o := range sn.Job.Operators {
+		if o.Kind != engine.KindAlerts {
+			continue
+		}
+		m := map[int][]state.Timer{}
+		for _, st := range o.Subtasks {
+			v, err := s.TaskState(st.Name, 1_000_000)
+			if err != nil {
+				t.Fatalf("StateLab's state inspector on %s: %v", st.Name, err)
+			}
+			m[st.Index] = v.Timers
+		}
+		out[o.ID] = m
+	}
+	return out
+}
+
 func keyGroupsOf(sn *engine.Snapshot) map[string]map[int]kgRange {
 	out := map[string]map[int]kgRange{}
 	for _, o := range sn.Job.Operators {
@@ -327,7 +407,10 @@ func keyedState(t *testing.T, s *engine.Stepper, sn *engine.Snapshot) map[string
 			}
 			keys := map[string]int64{}
 			for _, e := range v.Keyed {
-				if e.State != o.Kind {
+				// An expired TTL value no read has cleared yet is not
+				// returned (StateTtlConfig's NeverReturnExpired, what
+				// flinkref's dump reads through ValueState.value()).
+				if e.State != o.Kind || e.Expired {
 					continue
 				}
 				n, err := strconv.ParseInt(e.Value, 10, 64)

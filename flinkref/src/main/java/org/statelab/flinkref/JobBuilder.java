@@ -22,7 +22,8 @@ import org.apache.flink.util.Collector;
 /**
  * Translates a StateLab job spec (engine.JobSpec as JSON) into Flink's DataStream API: one Flink operator per
  * StateLab operator, named by its StateLab id and uid'd by its uid (its id when it has none), with chaining off so that each is its own
- * JobVertex as in StateLab; each edge's partitioner as forward(), rebalance(), keyBy(key) or broadcast().
+ * JobVertex as in StateLab (unless the spec turns chaining on); each edge's partitioner as forward(), rebalance(), keyBy(key) or
+ * broadcast().
  */
 final class JobBuilder {
     private JobBuilder() {}
@@ -40,7 +41,12 @@ final class JobBuilder {
      */
     static void build(StreamExecutionEnvironment env, JsonNode spec, String inputFile, Map<String, Integer> parallelism,
             String outputDir, boolean restoring) {
-        env.disableOperatorChaining();
+        // StateLab's chaining setting (engine/chain.go): off unless the spec says chaining: true, so each operator
+        // is its own JobVertex as in StateLab's default; on, Flink chains where StreamingJobGraphGenerator.isChainable
+        // allows, and an operator's chain: start-new / disable is startNewChain() / disableChaining().
+        if (!spec.path("chaining").asBoolean(false)) {
+            env.disableOperatorChaining();
+        }
         Map<String, JsonNode> ops = new HashMap<>();
         List<String> order = new ArrayList<>();
         for (JsonNode o : spec.path("operators")) {
@@ -160,6 +166,17 @@ final class JobBuilder {
             default -> throw new IllegalArgumentException("operator " + id + ": kind " + kind + " is not translated");
         }
         out.name(id).uid(op.path("uid").asText(id)).setParallelism(p); // the spec's uid, else its id
+        if (out.getTransformation() instanceof org.apache.flink.streaming.api.transformations.OneInputTransformation<?, ?> t
+                && !"window-count".equals(kind)) {
+            // count, sum and the sinks are AbstractStreamOperators, whose default strategy (HEAD) starts a new chain;
+            // chainable as Flink's own one-input operators (StreamMap, KeyedProcessOperator) are, as StateLab chains.
+            t.setChainingStrategy(org.apache.flink.streaming.api.operators.ChainingStrategy.ALWAYS);
+        }
+        switch (op.path("chain").asText("")) {
+            case "start-new" -> out.startNewChain();
+            case "disable" -> out.disableChaining();
+            default -> {}
+        }
         if (maxP > 0 && !restoring) {
             out.setMaxParallelism(maxP);
         }

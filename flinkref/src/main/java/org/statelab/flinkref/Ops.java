@@ -296,6 +296,14 @@ final class Ops {
                         "no event for " + Specs.goDuration(timeout) + " after " + Specs.goDuration(l), ts));
                 last.clear();
                 count.clear();
+                // Which subtask's timer alerted, for which key and session: the conformance tests check that a timer
+                // pending at a savepoint fires after a rescale on the subtask that owns its key group then.
+                int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+                Map<String, Object> e = event("alert", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
+                e.put("key", ctx.getCurrentKey());
+                e.put("timer", ts);
+                e.put("last", l);
+                Trace.event(e);
             }
             Long n = pending.get(ts);
             if (n != null) {

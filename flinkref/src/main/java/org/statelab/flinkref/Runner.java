@@ -232,6 +232,10 @@ final class Runner {
             String restore = null;
             int i = 0;
             for (JsonNode ph : sc.path("phases")) {
+                long pause = ph.path("pauseMillis").asLong(0);
+                if (i > 0 && pause > 0) {
+                    Thread.sleep(pause); // time passes with no job running (TTL: processing time moves on)
+                }
                 // A phase may run a changed job ("job": an upgrade after the savepoint, as flink run -s submits a
                 // new version of a program), with or without allowNonRestoredState.
                 Map<String, Object> pt = runPhase(i, ph, ph.has("job") ? ph.get("job") : spec, input, restore);
