@@ -37,6 +37,13 @@ type Comparison struct {
 	ExactlyOnce bool `json:"exactlyOnce"`
 	// AtLeastOnce: nothing lost, nothing unexpected.
 	AtLeastOnce bool `json:"atLeastOnce"`
+	// IgnoresTTL is set when an operator upstream of the sink has state
+	// TTL: the truth is computed as if no state ever expired. Flink's TTL
+	// runs on processing time (StateTtlConfig supports no other), so what
+	// expires depends on when each record is processed — the pace of the
+	// run, and a crash's replay after the restore — not on the input alone;
+	// an expired value shows as a difference.
+	IgnoresTTL bool `json:"ignoresTTL,omitempty"`
 }
 
 // Diff is one output record whose count differs from the truth.
@@ -66,10 +73,13 @@ type outKey struct {
 type truth struct {
 	supported bool
 	reason    string
-	final     bool // compare the last value per key (sums)
-	exact     map[outKey]int
-	finals    map[string]int64
-	records   int64
+	// ignoresTTL: an operator upstream of the sink has state TTL, which
+	// the truth leaves out (Comparison.IgnoresTTL).
+	ignoresTTL bool
+	final      bool // compare the last value per key (sums)
+	exact      map[outKey]int
+	finals     map[string]int64
+	records    int64
 	// keys and expected are the distinct keys and the records of exact.
 	keys, expected int
 }
@@ -149,7 +159,7 @@ func (c *core) compareWith(id string, tr truth, total int, got map[outKey]int, k
 	opts, _ := parseOptions(o)
 	store := c.sinks[id]
 	cmp := Comparison{Sink: id, Semantics: opts.Semantics, Supported: tr.supported, Reason: tr.reason, Records: tr.records,
-		Committed: total, Duplicates: []Diff{}, Losses: []Diff{}, Unexpected: []Diff{}}
+		IgnoresTTL: tr.ignoresTTL, Committed: total, Duplicates: []Diff{}, Losses: []Diff{}, Unexpected: []Diff{}}
 	if tr.supported && store.overflow {
 		cmp.Supported, cmp.Reason = false, fmt.Sprintf("the sink committed more than %d records; StateLab keeps that many for comparison", maxKeptOutput)
 	}
@@ -299,15 +309,19 @@ func (c *core) groundTruth(sink string) truth {
 
 func (c *core) evalTruth(sink string) truth {
 	tr := truth{supported: true}
-	// Records flowing out of each operator, in topological order.
+	// Records flowing out of each operator, in topological order, and
+	// whether an operator with state TTL lies on their way.
 	outs := map[string][]Record{}
+	ttl := map[string]bool{}
 	for _, i := range c.spec.topoOrder() {
 		o := &c.spec.Operators[i]
 		opts, _ := parseOptions(o)
 		var in []Record
+		ttl[o.ID] = opts.TTL != nil
 		for _, e := range c.spec.Edges {
 			if e.To == o.ID {
 				in = append(in, outs[e.From]...)
+				ttl[o.ID] = ttl[o.ID] || ttl[e.From]
 			}
 		}
 		var out []Record
@@ -410,6 +424,7 @@ func (c *core) evalTruth(sink string) truth {
 			tr.reason = "a broadcast-filter's output depends on when its rules arrive"
 		case KindSink:
 			if o.ID == sink {
+				tr.ignoresTTL = ttl[o.ID]
 				if !tr.final {
 					tr.exact = map[outKey]int{}
 					keys := map[string]bool{}
