@@ -195,3 +195,25 @@ func TestLostTaskManagerRegionLive(t *testing.T) {
 		assert.True(t, c.ExactlyOnce, "%+v", c)
 	}
 }
+
+// Reactive mode is Flink's AdaptiveScheduler, which has no region
+// failover: a lost TaskManager restarts the whole job (Executing ->
+// Restarting), which then runs on the slots that are left, here one.
+func TestLostTaskManagerInReactiveModeRestartsAll(t *testing.T) {
+	spec := etlSpec(100000)
+	spec.Cluster.Reactive = true
+	spec.Cluster.HeartbeatTimeout = Duration(50 * time.Millisecond)
+	s, log := newTestStepper(t, spec)
+	_, err := s.RunUntil(func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && allRunning(s) }, 50000)
+	require.NoError(t, err)
+	crashSeq := s.c.seq.Load()
+	require.NoError(t, s.Do(Command{Name: CmdCrashTaskManager, TaskManager: "tm-1"}))
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.Status == JobRestarting }, 100000)
+	require.NoError(t, err)
+	assert.True(t, restartedSince(log, crashSeq)["source#1"], "pipeline 1 restarts too")
+	_, err = s.RunUntil(func(s *Snapshot) bool { return s.Job.Status == JobRunning && allRunning(s) }, 100000)
+	require.NoError(t, err)
+	for _, o := range s.Snapshot().Job.Operators {
+		assert.Equal(t, 1, o.Parallelism, "%s runs on the one slot left", o.ID)
+	}
+}

@@ -121,8 +121,11 @@ func (c *core) regionCandidate(failed *subtask) []*subtask {
 // subtasks may sit on a dead TaskManager, every other subtask of those
 // regions must be alive (it is cancelled, then placed again).
 func (c *core) regionsOf(failed []*subtask) []*subtask {
-	if len(failed) == 0 || c.ex == nil || c.spec.Cluster.Failover != FailoverRegion || c.rescaling != nil || c.region != nil ||
-		c.waiting || c.status != JobRunning {
+	// Reactive mode runs Flink's AdaptiveScheduler, which restarts the
+	// whole job on any failure (Executing -> Restarting) and then takes
+	// the slots there are: no region failover.
+	if len(failed) == 0 || c.ex == nil || c.spec.Cluster.Failover != FailoverRegion || c.spec.Cluster.Reactive || c.rescaling != nil ||
+		c.region != nil || c.waiting || c.status != JobRunning {
 		return nil
 	}
 	in := map[*subtask]bool{}
