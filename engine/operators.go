@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/statelab/statelab/state"
@@ -91,6 +92,9 @@ type sourceLogic struct {
 	// wmSent is the last watermark emitted.
 	wmSent   int64
 	nextPoll int64 // virtual time before which a rate-limited source waits (ns)
+	// wmDue is when the Live driver's source emits its next periodic
+	// watermark (virtual ns; watermarkDue).
+	wmDue int64
 }
 
 func (s *sourceLogic) open(t *subtask, r *restoreSpec, info *RestoreInfo) error {
@@ -214,7 +218,7 @@ func (s *sourceLogic) poll(t *subtask, batch int) error {
 		break
 	}
 	t.flush()
-	if wm := s.watermarkNow(); wm > s.wmSent {
+	if wm := s.watermarkNow(); wm > s.wmSent && s.watermarkDue(t, wm) {
 		s.wmSent = wm
 		t.wm.Store(wm)
 		t.broadcastElement(element{kind: elemWatermark, watermark: wm})
@@ -223,6 +227,36 @@ func (s *sourceLogic) poll(t *subtask, batch int) error {
 		}
 	}
 	return nil
+}
+
+// autoWatermarkInterval is how often a source on the Live driver emits a
+// watermark: Flink's pipeline.auto-watermark-interval (PipelineOptions.
+// AUTO_WATERMARK_INTERVAL, 200 ms by default), at which a periodic
+// WatermarkGenerator's onPeriodicEmit runs.
+const autoWatermarkInterval = 200 * time.Millisecond
+
+// watermarkDue reports whether the source emits watermark wm now. The
+// Stepper emits one after every poll that advances it, so each step shows
+// event time moving; the Live driver emits one every autoWatermarkInterval
+// of job time, as Flink does, and the end of input (MaxWatermark) at once.
+// At full speed a watermark per poll was an element per 64 records on
+// every channel of the job, broadcast to every downstream subtask (issue
+// 22: 0.43x -> 0.53x the bare word count's records per CPU second at p = 2).
+// A source with nothing left to read that holds a watermark back polls
+// again when it is due.
+func (s *sourceLogic) watermarkDue(t *subtask, wm int64) bool {
+	now := int64(t.now)
+	if !t.c.measure || wm == MaxWatermark || now >= s.wmDue {
+		s.wmDue = now + int64(autoWatermarkInterval)
+		return true
+	}
+	for _, pc := range s.parts {
+		if pc.offset < s.topic.end(pc.partition) {
+			return false
+		}
+	}
+	s.nextPoll = max(s.nextPoll, s.wmDue)
+	return false
 }
 
 // --- stateless ---------------------------------------------------------------
