@@ -13,7 +13,22 @@ import { ownerColor } from '../palette.js';
 
 const LABEL_W = 150; // TaskManager labels on the left
 const HEAD_H = 96; // operator headers on top: name, parallelism field, its label (may wrap)
+// An operator's header needs HEAD_W: its name and kind, and "− [ n ] +" on
+// one line. A column that several operators share (lesson 12's two sources)
+// is as wide as their headers side by side.
+const HEAD_W = 132;
+// Subtask boxes are BOX_W wide where the panel has room, and no narrower
+// than BOX_MIN_W (a lesson page's graph panel); a column is COL_GAP wider
+// than its boxes. A job that needs more than the panel scrolls sideways
+// inside the panel.
 const BOX_W = 156;
+const BOX_MIN_W = 136;
+const COL_GAP = 14;
+const RIGHT_PAD = 16;
+// An edge's label ("rebalance" over "21,311 records/s (job time)") takes
+// EDGE_LABEL_W; a longer rate is squeezed into it.
+const EDGE_LABEL_W = 180;
+const EDGE_ROW_H = 38;
 const BOX_H = 74;
 const ROW_GAP = 12;
 const BAND_PAD = 14;
@@ -24,16 +39,16 @@ const UNASSIGNED = '';
 
 // fitText sets an SVG text and squeezes it into a subtask box when it is
 // wider (five-digit counts, long statuses), instead of drawing over the border.
-const TEXT_W = BOX_W - 20;
-function fitText(el, value) {
+function fitText(el, value, boxW) {
   const v = String(value);
   if (el.textContent === v && el.dataset.fit === v) return;
   el.textContent = v;
   el.dataset.fit = v;
   el.removeAttribute('textLength');
   el.removeAttribute('lengthAdjust');
-  if (v && el.getComputedTextLength() > TEXT_W) {
-    el.setAttribute('textLength', TEXT_W);
+  const room = boxW - 20;
+  if (v && el.getComputedTextLength() > room) {
+    el.setAttribute('textLength', room);
     el.setAttribute('lengthAdjust', 'spacingAndGlyphs');
   }
 }
@@ -251,10 +266,20 @@ export class GraphView {
   layout() {
     const m = this.model;
     const snap = m.snap;
-    const width = Math.max(760, this.root.clientWidth);
     const depth = this.columnDepths();
     const ncols = Math.max(1, ...[...depth.values()].map((d) => d + 1));
-    const colW = (width - LABEL_W - 16) / ncols;
+    // Each column is wide enough for its headers side by side and for a
+    // box; room the panel has beyond that is shared out evenly.
+    const perCol = new Array(ncols).fill(0);
+    for (const id of m.order) perCol[depth.get(id)]++;
+    const minW = perCol.map((k) => Math.max(k * HEAD_W, BOX_MIN_W + COL_GAP));
+    const need = LABEL_W + RIGHT_PAD + minW.reduce((a, b) => a + b, 0);
+    const width = Math.max(need, Math.floor(this.root.clientWidth));
+    const extra = (width - need) / ncols;
+    const colX = [];
+    const colW = minW.map((w) => w + extra);
+    colW.reduce((x, w, i) => { colX[i] = x; return x + w; }, LABEL_W);
+    const boxW = Math.max(BOX_MIN_W, Math.min(BOX_W, Math.min(...colW) - COL_GAP));
     const bands = snap.taskManagers.map((tm) => ({ id: tm.id, tm, cells: new Map() }));
     const bandOf = new Map(bands.map((b) => [b.id, b]));
     let unassigned = null;
@@ -280,16 +305,16 @@ export class GraphView {
       b.h = BAND_PAD * 2 + rows * BOX_H + (rows - 1) * ROW_GAP;
       for (const [c, list] of b.cells) {
         list.forEach(({ op, st }, i) => {
-          const x = LABEL_W + c * colW + (colW - BOX_W) / 2;
+          const x = colX[c] + (colW[c] - boxW) / 2;
           pos.set(st.name, { x, y: y + BAND_PAD + i * (BOX_H + ROW_GAP), op, st, band: b.id });
         });
       }
       y += b.h + BAND_GAP;
     }
     const labelsY = y + 6;
-    const height = y + 40;
-    const headers = m.order.map((id) => ({ op: m.operator(id), x: LABEL_W + depth.get(id) * colW, w: colW }));
-    // Several operators in one column share it: split the header.
+    const headers = m.order.map((id) => ({ op: m.operator(id), x: colX[depth.get(id)], w: colW[depth.get(id)] }));
+    // Several operators in one column share it: side by side, each in a
+    // part at least HEAD_W wide (the column was made wide enough).
     const byCol = new Map();
     for (const hd of headers) {
       const c = depth.get(hd.op.id);
@@ -297,11 +322,32 @@ export class GraphView {
       byCol.get(c).push(hd);
     }
     for (const list of byCol.values()) {
-      list.forEach((hd, i) => { hd.w = colW / list.length; hd.x += i * hd.w; });
+      list.forEach((hd, i) => { hd.w /= list.length; hd.x += i * hd.w; });
     }
-    const shape = JSON.stringify([width, bands.map((b) => [b.id, [...b.cells].map(([c, l]) => [c, l.map((x) => x.st.name)])]),
+    const edgeLabels = this.edgeLabelRows(headers);
+    const rows = Math.max(1, ...edgeLabels.map((e) => (e ? e.row + 1 : 1)));
+    const height = y + 44 + (rows - 1) * EDGE_ROW_H;
+    const shape = JSON.stringify([width, boxW, bands.map((b) => [b.id, [...b.cells].map(([c, l]) => [c, l.map((x) => x.st.name)])]),
       snap.channels.map((c) => c.name), headers.map((hd) => [hd.op.id, hd.op.parallelism])]);
-    return { width, height, bands, pos, headers, shape, labelsY };
+    return { width, height, bands, pos, headers, shape, labelsY, boxW, edgeLabels };
+  }
+
+  // edgeLabelRows places each edge's label (partitioner and rate) under the
+  // bands, midway between the columns it joins; a label that would run into
+  // one already placed (an edge that skips columns, as lesson 12's broadcast
+  // edge does) goes on a row below.
+  edgeLabelRows(headers) {
+    const placed = [];
+    return this.model.snap.job.edges.map((e) => {
+      const from = headers.find((hd) => hd.op.id === e.from);
+      const to = headers.find((hd) => hd.op.id === e.to);
+      if (!from || !to) return null;
+      const x = (from.x + from.w / 2 + to.x + to.w / 2) / 2;
+      let row = 0;
+      while (placed.some((p) => p.row === row && Math.abs(p.x - x) < EDGE_LABEL_W)) row++;
+      placed.push({ x, row });
+      return { x, row };
+    });
   }
 
   // columnDepths is each operator's column: the longest path of edges to
@@ -360,7 +406,7 @@ export class GraphView {
     for (const hd of L.headers) {
       const op = hd.op;
       const el = h('div', { class: 'op-head', dataset: { op: op.id } },
-        h('div', { class: 'op-name' }, op.id, t(`kind.${op.kind}`).toLowerCase() !== op.id.toLowerCase() ? h('span', { class: 'op-kind' }, t(`kind.${op.kind}`)) : null),
+        h('div', { class: 'op-name', title: `${op.id} · ${t(`kind.${op.kind}`)}` }, op.id, t(`kind.${op.kind}`).toLowerCase() !== op.id.toLowerCase() ? h('span', { class: 'op-kind' }, t(`kind.${op.kind}`)) : null),
         // Operator chaining: the task this operator runs in, named as
         // Flink's Web UI names it ("Source: words -> tokenizer").
         op.chain && op.chain.includes(' -> ') ? h('div', { class: 'op-chain', title: t('graph.chainTitle', { chain: op.chain }) }, op.chain) : null,
@@ -396,7 +442,7 @@ export class GraphView {
       const a = L.pos.get(c.from);
       const b = L.pos.get(c.to);
       if (!a || !b) continue;
-      const x1 = a.x + BOX_W;
+      const x1 = a.x + L.boxW;
       const y1 = a.y + BOX_H / 2;
       const x2 = b.x;
       const y2 = b.y + BOX_H / 2;
@@ -415,14 +461,14 @@ export class GraphView {
     // Edge labels (partitioner and rate) between operator columns.
     this.edgeEls = [];
     snap.job.edges.forEach((e, i) => {
-      const from = L.headers.find((hd) => hd.op.id === e.from);
-      const to = L.headers.find((hd) => hd.op.id === e.to);
-      if (!from || !to) return;
+      const at = L.edgeLabels[i];
+      if (!at) return;
       // Under the bands, between the two columns the edge joins.
-      const x = (from.x + from.w / 2 + to.x + to.w / 2) / 2;
-      const tick = s('path', { class: 'edge-tick', d: `M${x},${L.labelsY} v6` });
-      const label = s('text', { class: 'edge-label', x, y: L.labelsY + 18, 'text-anchor': 'middle' });
-      const rate = s('text', { class: 'edge-rate', x, y: L.labelsY + 31, 'text-anchor': 'middle' });
+      const { x } = at;
+      const y = L.labelsY + at.row * EDGE_ROW_H;
+      const tick = s('path', { class: 'edge-tick', d: `M${x},${L.labelsY} v${6 + at.row * EDGE_ROW_H}` });
+      const label = s('text', { class: 'edge-label', x, y: y + 18, 'text-anchor': 'middle' });
+      const rate = s('text', { class: 'edge-rate', x, y: y + 35, 'text-anchor': 'middle' });
       this.gEdges.append(tick, label, rate);
       this.edgeEls[i] = { label, rate, e };
     });
@@ -431,21 +477,22 @@ export class GraphView {
     this.boxEls = new Map();
     for (const [name, p] of L.pos) {
       const g = s('g', { class: 'box', transform: `translate(${p.x},${p.y})` });
-      const rect = s('rect', { width: BOX_W, height: BOX_H, rx: 8, class: 'box-rect' });
+      const BW = L.boxW;
+      const rect = s('rect', { width: BW, height: BOX_H, rx: 8, class: 'box-rect' });
       const bar = s('rect', { width: 6, height: BOX_H, rx: 3, class: 'box-bar' });
       const title = s('text', { x: 14, y: 18, class: 'box-title' }, name);
       const status = s('text', { x: 14, y: 35, class: 'box-status' });
       const detail = s('text', { x: 14, y: 51, class: 'box-detail' });
       const kgText = s('text', { x: 14, y: 65, class: 'box-detail' });
-      const kg = s('rect', { x: BOX_W - 18, y: 8, width: 10, height: 10, rx: 2, class: 'box-kg' });
-      const bp = s('rect', { x: 6, y: 0, width: BOX_W - 12, height: 3, class: 'box-bp' });
+      const kg = s('rect', { x: BW - 18, y: 8, width: 10, height: 10, rx: 2, class: 'box-kg' });
+      const bp = s('rect', { x: 6, y: 0, width: BW - 12, height: 3, class: 'box-bp' });
       g.append(rect, bar, bp, title, status, detail, kgText, kg);
       this.gBoxes.append(g);
       const btn = h('button', { type: 'button', class: 'box-button', dataset: { task: name, focus: `task:${name}` },
         onclick: () => (this.crashing() ? this.actions.crashSubtask(p.op.id, p.st.index) : this.actions.inspect(name)) });
       btn.style.left = `${p.x}px`;
       btn.style.top = `${p.y}px`;
-      btn.style.width = `${BOX_W}px`;
+      btn.style.width = `${BW}px`;
       btn.style.height = `${BOX_H}px`;
       this.overlay.append(btn);
       this.boxEls.set(name, { g, rect, bar, title, status, detail, kgText, kg, bp, btn });
@@ -497,9 +544,9 @@ export class GraphView {
       text(el.status, st.status + (st.aligning ? ` · ${t('graph.aligning', { cp: st.aligning })}` : ''));
       const parts = [`${t('graph.in')} ${num(st.recordsIn)}`];
       if (tk.op.kind !== 'sink') parts.push(`${t('graph.out')} ${num(st.recordsOut)}`);
-      fitText(el.detail, parts.join(' · '));
-      fitText(el.kgText, st.keyGroups ? `${t('graph.kg')} ${st.keyGroups.start}–${st.keyGroups.end}` : '');
-      fitText(el.status, el.status.textContent);
+      fitText(el.detail, parts.join(' · '), L.boxW);
+      fitText(el.kgText, st.keyGroups ? `${t('graph.kg')} ${st.keyGroups.start}–${st.keyGroups.end}` : '', L.boxW);
+      fitText(el.status, el.status.textContent, L.boxW);
       const keyed = !!st.keyGroups;
       attr(el.kg, 'fill', keyed ? ownerColor(st.index) : 'none');
       toggle(el.kg, 'hidden', !keyed);
@@ -522,7 +569,7 @@ export class GraphView {
       if (!el) continue;
       const r = this.rates.get(i);
       text(el.label, t(`partitioner.${el.e.partitioner}`));
-      text(el.rate, r !== undefined ? t('graph.rate', { n: num(Math.round(r)) }) : '');
+      fitText(el.rate, r !== undefined ? t('graph.rate', { n: num(Math.round(r)) }) : '', EDGE_LABEL_W + 10);
     }
   }
 
