@@ -75,6 +75,21 @@ func withTimer(st stateOf, sub int, key string) stateOf {
 	return out
 }
 
+// withTTL gives key's entries a TTL, last accessed at 1 s, expired or not.
+func withTTL(st stateOf, key string, expired bool) stateOf {
+	out := stateOf{}
+	for task, v := range st {
+		v.Keyed = append([]state.Entry(nil), v.Keyed...)
+		for i := range v.Keyed {
+			if v.Keyed[i].Key == key {
+				v.Keyed[i].LastAccess, v.Keyed[i].Expired = 1000, expired
+			}
+		}
+		out[task] = v
+	}
+	return out
+}
+
 func withState(snap *engine.Snapshot, st stateOf) func() *Observation {
 	return func() *Observation { return &Observation{Start: snap, Now: snap, State: st} }
 }
@@ -287,6 +302,17 @@ func predicateCases(t *testing.T) []predicateCase {
 		{"upgraded", map[string]any{"dropped": "tally", "restores": "count", "empty": "sink"},
 			obsStep(before, job(engine.JobRunning), engine.Event{Kind: engine.EvRestoreRequested, Message: `upgrade from savepoint 1 (as flink run -s would) to tally removed: count (uid "count", ID 1a) restores its own state; sink (ID 2b, generated) starts with empty state; skipped: the state of tally (uid "tally", ID 3c) (allowNonRestoredState)`}),
 			obsStep(before, job(engine.JobRunning), engine.Event{Kind: engine.EvRestoreRequested, Message: `upgrade from savepoint 1 (as flink run -s would) to the same job: count (uid "count", ID 1a) restores its own state; sink (ID 2b, generated) restores its own state; tally (uid "tally", ID 3c) restores its own state`})},
+		// be's TTL state, last accessed at 1 s: expired holds, not yet expired does not.
+		{"state-expired", map[string]any{"operator": "count", "key": "be"},
+			withState(snapKV, withTTL(stKV, "be", true)), withState(snapKV, withTTL(stKV, "be", false))},
+		// A checkpoint taken unaligned with in-flight records; one that found no record in flight does not count.
+		{"checkpoint-unaligned", map[string]any{"min": 1},
+			obsNow(cps(func(c *engine.CheckpointsView) {
+				c.History = []engine.CheckpointStats{{ID: 1, Status: engine.CheckpointCompleted, Unaligned: true, ChannelStateSize: 640}}
+			})),
+			obsNow(cps(func(c *engine.CheckpointsView) {
+				c.History = []engine.CheckpointStats{{ID: 1, Status: engine.CheckpointCompleted, Unaligned: true}}
+			}))},
 		// keys-in-own-key-groups also needs at least one key.
 		{"keys-in-own-key-groups", map[string]any{"operator": "count"}, withState(snapKV, stKV), withState(snapKV, stEmpty)},
 	}

@@ -53,6 +53,8 @@ var predicateHolds = map[string]string{
 	"command-refused":         "during this step the engine refused a command of that name",
 	"upgrade-refused":         "during this step an upgrade was refused with Flink's message: state of the savepoint (that operator's, when given) maps to no operator of the new job and allowNonRestoredState is not set (event)",
 	"upgraded":                "during this step an upgrade started the changed job from a savepoint, and that operator restores state (`restores`), starts with empty state (`empty`) or had its state dropped by allowNonRestoredState (`dropped`) (event)",
+	"state-expired":           "the subtask owning the key's key group holds its TTL state expired (last access plus the TTL at or before now: still stored, never returned with NeverReturnExpired) or no longer holds the key (a read or cleanup removed it)",
+	"checkpoint-unaligned":    "at least `min` checkpoints (not savepoints) completed during this step unaligned, with in-flight records persisted as channel state",
 	"timer-pending":           "the key's key group belongs to `subtask` and a timer of the key is registered there (the timers live in keyed state, per key group)",
 }
 

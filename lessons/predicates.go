@@ -473,6 +473,27 @@ var predicateTable = []*predicate{
 		eval: evalCommandRefused,
 	},
 	{
+		name: "state-expired",
+		args: []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "key", kind: kScalar, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("The state of %s in %s has expired: its last access plus the TTL has passed (no read will return it).", a.str("key"), a.str("operator"))
+		}, func(a args) string {
+			return fmt.Sprintf("%s 中 %s 的状态已过期：上次访问时间加上 TTL 已经过去（读取不会再返回它）。", a.str("operator"), a.str("key"))
+		}),
+		state: true,
+		eval:  evalStateExpired,
+	},
+	{
+		name: "checkpoint-unaligned",
+		args: []argSpec{{name: "min", kind: kInt, required: true}},
+		describe: both(func(a args) string {
+			return fmt.Sprintf("At least %s completed unaligned in this step, with in-flight records as channel state.", plural(a.int("min"), "checkpoint"))
+		}, func(a args) string {
+			return fmt.Sprintf("这一步中至少有 %d 个检查点以非对齐方式完成，并把传输中的记录作为通道状态写入。", a.int("min"))
+		}),
+		eval: evalCheckpointUnaligned,
+	},
+	{
 		name:  "timer-pending",
 		args:  []argSpec{{name: "operator", kind: kString, required: true, ref: refKeyed}, {name: "key", kind: kScalar, required: true}, {name: "subtask", kind: kInt, required: true}},
 		state: true,
@@ -1321,7 +1342,8 @@ func evalUpgraded(a args, o *Observation) (bool, string) {
 		return false, "in the upgrade " + op + " did not start empty: " + msg
 	}
 	if op := a.str("dropped"); op != "" && !slices.ContainsFunc(strings.Split(skipped, "; "), func(p string) bool {
-		return strings.HasPrefix(p, "the state of "+op+" (") && strings.HasSuffix(p, "(allowNonRestoredState)")
+		// The message may go on after the list ("… (allowNonRestoredState). The new job numbers …").
+		return strings.HasPrefix(p, "the state of "+op+" (") && strings.Contains(p, "(allowNonRestoredState)")
 	}) {
 		return false, "the upgrade did not drop " + op + "'s state: " + msg
 	}
@@ -1700,6 +1722,65 @@ func evalRestoredLocally(a args, o *Observation) (bool, string) {
 	}
 	if !a.bool("local") && (r.RemoteBytes == 0 || r.LocalBytes > 0) {
 		return false, fmt.Sprintf("the restore read %d bytes from local copies and %d from checkpoint storage", r.LocalBytes, r.RemoteBytes)
+	}
+	return true, ""
+}
+
+// evalStateExpired evaluates state-expired (args: operator, key): it holds when the subtask that
+// owns the key's key group holds the key's TTL state with its last access plus the TTL at or
+// before now (the inspector's Expired: still stored, no read will return it with
+// NeverReturnExpired), or no longer holds the key at all (a read or cleanup removed it).
+func evalStateExpired(a args, o *Observation) (bool, string) {
+	op, why := operatorView(o.Now, a.str("operator"))
+	if op == nil {
+		return false, why
+	}
+	st, _ := ownerOfKey(op, a.str("key"))
+	if st == nil {
+		return false, fmt.Sprintf("no subtask of %s owns the key %s", op.ID, a.str("key"))
+	}
+	v, err := o.State.TaskState(st.Name, 0)
+	if err != nil {
+		return false, fmt.Sprintf("read the state of %s: %v", st.Name, err)
+	}
+	if v.Error != "" {
+		return false, st.Name + ": " + v.Error
+	}
+	for _, e := range v.Keyed {
+		if e.Key != a.str("key") {
+			continue
+		}
+		if e.LastAccess == 0 {
+			return false, fmt.Sprintf("%s holds %s=%s without a TTL", st.Name, e.Key, e.Value)
+		}
+		if !e.Expired {
+			return false, fmt.Sprintf("%s holds %s=%s, last accessed at %d ms, not expired yet", st.Name, e.Key, e.Value, e.LastAccess)
+		}
+	}
+	return true, ""
+}
+
+// evalCheckpointUnaligned evaluates checkpoint-unaligned (args: min): it holds when at least min
+// checkpoints (not savepoints) completed during this step taken unaligned, holding in-flight
+// records as channel state (CheckpointStats.Unaligned and a ChannelStateSize above 0).
+func evalCheckpointUnaligned(a args, o *Observation) (bool, string) {
+	var last int64
+	for _, h := range o.Start.Checkpoints.History {
+		last = max(last, h.ID)
+	}
+	n, aligned := 0, 0
+	for _, h := range o.Now.Checkpoints.History {
+		if h.ID <= last || h.Status != engine.CheckpointCompleted || h.Savepoint {
+			continue
+		}
+		if h.Unaligned && h.ChannelStateSize > 0 {
+			n++
+		} else {
+			aligned++
+		}
+	}
+	if n < a.int("min") {
+		return false, fmt.Sprintf("%s completed unaligned with channel state in this step (%d without)", plural(n, "checkpoint"), aligned)
 	}
 	return true, ""
 }

@@ -68,7 +68,15 @@ type Prediction struct {
 	//     changed job from the savepoint (yes/no), as
 	//     Checkpoints.loadAndValidateCheckpoint decides: no when state of
 	//     the savepoint finds no operator with its ID and
-	//     allowNonRestoredState is not set (lessons/upgrade.go).
+	//     allowNonRestoredState is not set (lessons/upgrade.go);
+	//   - "ttl-read": will the next read of a key of Operator whose state
+	//     has expired (last access plus the TTL passed) but not been
+	//     cleaned up return the old value (yes/no), as Flink's
+	//     StateTtlConfig.StateVisibility says: never with
+	//     NeverReturnExpired (the default); with ReturnExpiredIfNotCleanedUp
+	//     only when no cleanup strategy can have removed it first, which the
+	//     lint requires (ttlCleanupSize below 0), else the answer would
+	//     depend on when cleanup ran.
 	Kind        string
 	Operator    string
 	Key         string
@@ -90,7 +98,7 @@ const (
 )
 
 // PredictKinds lists the prediction kinds, for errors and the docs.
-var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks", "job-fails", "restores-locally", "upgrade-accepted"}
+var PredictKinds = []string{"key-owner", "key-groups-moved", "offsets-split", "union-restore", "duplicates", "rescale-accepted", "slots-needed", "restarted-subtasks", "job-fails", "restores-locally", "upgrade-accepted", "ttl-read"}
 
 // predictFile is a step's predict: as written in scenario.yaml.
 type predictFile struct {
@@ -152,6 +160,8 @@ func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 		return jobFails(pf, js)
 	case "upgrade-accepted":
 		return upgradeAccepted(pf, js)
+	case "ttl-read":
+		return ttlRead(pf, js)
 	case "restores-locally":
 		// A lost TaskManager takes its local disk, and the copies on it.
 		local := js.spec.Checkpointing.LocalRecovery && pf.TaskManager == ""
@@ -412,4 +422,32 @@ func jobFails(pf *predictFile, js *jobState) (*Prediction, error) {
 		fails = r.Attempts != engine.UnlimitedAttempts && pf.Failures > r.Attempts
 	}
 	return &Prediction{Kind: pf.Kind, Failures: pf.Failures, Choices: []string{Yes, No}, Answer: yesNo(fails)}, nil
+}
+
+// ttlRead answers "ttl-read" from the operator's TTL options (Flink's
+// StateTtlConfig: setStateVisibility; AbstractTtlDecorator.getWithTtlCheckAndUpdate
+// returns an expired value only with ReturnExpiredIfNotCleanedUp, and
+// clears it either way).
+func ttlRead(pf *predictFile, js *jobState) (*Prediction, error) {
+	o, _, found := js.maxParallelismOf(pf.Operator)
+	if !found {
+		return nil, fmt.Errorf("predict: the job has no operator %q (operators: %s)", pf.Operator, js.operatorIDs())
+	}
+	if _, ok := o.Options["ttl"]; !ok {
+		return nil, fmt.Errorf("predict: ttl-read: operator %s has no state TTL (set its option ttl)", o.ID)
+	}
+	visible := false
+	switch v, _ := o.Options["ttlStateVisibility"].(string); v {
+	case "", "NeverReturnExpired":
+	case "ReturnExpiredIfNotCleanedUp":
+		size, _ := toInt(o.Options["ttlCleanupSize"])
+		full, _ := o.Options["ttlCleanupFullSnapshot"].(bool)
+		if size >= 0 || full {
+			return nil, fmt.Errorf("predict: ttl-read: %s returns an expired value only if no cleanup removed it first, which depends on when cleanup ran; turn cleanup off (ttlCleanupSize: -1, no ttlCleanupFullSnapshot) or use NeverReturnExpired", o.ID)
+		}
+		visible = true
+	default:
+		return nil, fmt.Errorf("predict: ttl-read: %s has the unknown ttlStateVisibility %q", o.ID, v)
+	}
+	return &Prediction{Kind: pf.Kind, Operator: o.ID, Choices: []string{Yes, No}, Answer: yesNo(visible)}, nil
 }

@@ -315,6 +315,11 @@ func TestEveryPredictionIsConfirmedByACheck(t *testing.T) {
 				confirmed = has("waiting-for-resources", func(args) bool { return true })
 			case "restarted-subtasks":
 				confirmed = has("redeployed-subtasks", func(a args) bool { return strconv.Itoa(a.int("n")) == p.Answer })
+			case "ttl-read":
+				// The read shows as the key's new value: a fresh count of 1 when the expired one is not returned.
+				confirmed = has("keyed-state", func(a args) bool {
+					return a.str("operator") == p.Operator && (p.Answer == Yes) != (a.str("equals") == "1")
+				})
 			case "restores-locally":
 				confirmed = has("restored-locally", func(a args) bool { return a.bool("local") == (p.Answer == Yes) })
 			case "upgrade-accepted":
