@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 // (COURSE_TIMES set): every lesson's steps are walked by
 // TestLessonDoItForMeWalksEveryLesson and the journeys through visible
 // controls, and this walk alone took over four minutes under -race in CI.
+// COURSE_ONLY=18,19 measures only the lessons whose slugs start so.
 func TestJourneyCourseTimes(t *testing.T) {
 	if os.Getenv("COURSE_TIMES") == "" {
 		t.Skip("a measurement: set COURSE_TIMES=FILE (COURSE_TIMES=- only logs them) to measure the course map's times")
@@ -33,7 +35,11 @@ func TestJourneyCourseTimes(t *testing.T) {
 	j := newJourney(b, "course")
 	j.run(chromedp.EmulateViewport(1280, 800))
 	var lines []string
+	only := strings.Fields(strings.ReplaceAll(os.Getenv("COURSE_ONLY"), ",", " "))
 	for _, l := range course(t).Lessons {
+		if len(only) > 0 && !slices.ContainsFunc(only, func(p string) bool { return strings.HasPrefix(l.Slug, p) }) {
+			continue
+		}
 		j.visit("/lessons/" + l.Slug + "?lang=en")
 		began := time.Now()
 		j.waitJS(lessonTickWait, "the lesson's status", `(s => s && s.lesson && s.lesson.step === 1)(`+jsLessonState+`)`)

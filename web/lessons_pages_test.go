@@ -269,10 +269,14 @@ func TestCourseMapTimes(t *testing.T) {
 			seen++
 			read := l.ReadingSeconds(lessons.EN)
 			assert.Positive(t, read, "%s has text to read", l.Slug)
-			require.NotNil(t, l.Measured, "%s: measure it with TestJourneyCourseTimes (docs/lessons.md)", l.Slug)
 			if l.Measured != nil {
 				assert.Equal(t, fmt.Sprintf("~%d", max(1, (read+l.Measured.Seconds+30)/60)), card.Time, l.Slug)
 				assert.Equal(t, fmt.Sprintf("%d|%d:%02d", max(1, (read+30)/60), l.Measured.Seconds/60, l.Measured.Seconds%60), card.Breakdown, l.Slug)
+			} else {
+				// Not measured yet (TestJourneyCourseTimes, docs/lessons.md):
+				// the map says so instead of showing a figure nobody took.
+				assert.Equal(t, fmt.Sprintf("~%d", max(1, (read+30)/60)), card.Time, l.Slug)
+				assert.Equal(t, fmt.Sprintf("%d|-", max(1, (read+30)/60)), card.Breakdown, l.Slug)
 			}
 		}
 	}
