@@ -266,6 +266,24 @@ func catalogue() []*scenario {
 			},
 		},
 		{
+			name: "taskmanager-lost-etl",
+			claim: "Losing a TaskManager on a job of forward edges only (the sandbox's etl template: source -> map -> sink at " +
+				"parallelism 2, one slot per TaskManager, so each TaskManager runs one pipeline) fails the subtasks it ran and " +
+				"region failover restarts only their pipelined region (RestartPipelinedRegionFailoverStrategy); the other " +
+				"pipeline keeps running; results exactly once",
+			spec:       etlJob(),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(35, 60, 3), {}}},
+			phases: []phase{{
+				flinkFaults:    []flinkFault{{Kind: "tm-lost", Task: "map#0", AfterRecords: 20}},
+				statelabFaults: []slFault{{cmd: engine.CmdCrashTaskManager, task: "map#0", afterRecords: 20, then: []string{engine.CmdRestartTaskManager}}},
+				awaitFaults:    true,
+			}, {}},
+			taskManagers: 2,
+			slots:        1,
+			check:        checkTaskManagerLostETL,
+		},
+		{
 			name: "alerts-timers-crash-rescale-2-3",
 			claim: "Event-time timers are keyed state: a KeyedProcessFunction's timers (alerts after 7 ms of silence per word) " +
 				"pending at the latest checkpoint come back with it after a crash and fire once; the job then restores at parallelism 3 " +
@@ -671,6 +689,40 @@ func checkTimersAcrossRescale(j *judge, sl *slResult, fl *trace) {
 func withBackend(spec map[string]any, backend string) map[string]any {
 	spec["backend"] = backend
 	return spec
+}
+
+// etlJob is the sandbox's etl template (web/failure.go): source (2
+// partitions) -> map (upper) -> sink, forward edges, parallelism 2.
+func etlJob() map[string]any {
+	return map[string]any{
+		"name": "etl",
+		"operators": []any{op("source", "source", 2, nil), op("map", "map", 2, map[string]any{"fn": "upper"}),
+			op("sink", "sink", 2, map[string]any{"semantics": "exactly-once"})},
+		"edges":         []any{edge("source", "map", "forward"), edge("map", "sink", "forward")},
+		"checkpointing": map[string]any{"interval": "50ms"},
+		"restart":       map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"},
+	}
+}
+
+func checkTaskManagerLostETL(j *judge, sl *slResult, fl *trace) {
+	p := fl.Phases[0]
+	j.true("Flink lost a TaskManager", len(p.LostTaskManagers) == 1, len(p.LostTaskManagers))
+	j.true("Flink restarted map#0's pipeline only", strings.Join(sorted(p.RestartedSubtasks), ",") == "map#0,sink#0,source#0", p.RestartedSubtasks)
+	want := map[string]int{}
+	for _, l := range catalogueLines("taskmanager-lost-etl")[0] {
+		want[strings.ToUpper(l)+"=0"]++ // no tokenizer: a line is its own key, value 0
+	}
+	got := committedMultiset(fl, "sink")
+	d, l, u := multisetDiff(got, want)
+	j.true("Flink's output is exactly once after the loss", d == 0 && l == 0 && u == 0, []int{d, l, u})
+	if sl == nil {
+		return
+	}
+	j.equal("subtasks restarted", sl.phases[0].restarted, sorted(p.RestartedSubtasks))
+	j.equal("job statuses after the loss", jobPath(sl.phases[0].statusesAfterFault), flinkPath(&p))
+	if c := sinkOf(sl, "sink"); c != nil {
+		j.equal("sink output exactly once (duplicates, losses, unexpected)", []int{c.DuplicateRecords, c.LostRecords, len(c.Unexpected)}, []int{d, l, u})
+	}
 }
 
 // ttlWords are the TTL scenario's lines: each word once, so a value is read

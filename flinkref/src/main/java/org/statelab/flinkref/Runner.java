@@ -408,6 +408,7 @@ final class Runner {
         mc.requestJobResult(id).get(60, TimeUnit.SECONDS);
         poller.join(10_000);
         addMissedFailing(mc, id, transitions, pt);
+        addMissedRestart(mc, id, transitions, pt);
         pt.put("statusTransitions", new ArrayList<>(transitions));
         pt.put("finalStatus", current.get().name());
         synchronized (lost) {
@@ -602,6 +603,53 @@ final class Runner {
             }
         }
         return m;
+    }
+
+    /**
+     * A restart that the status polls missed: on a busy machine the poll thread can sleep through the whole
+     * RESTARTING of a region restart (the restart delay, 100 ms in the catalogue). The execution graph keeps the
+     * time it last entered each status: when it entered RESTARTING and no poll saw it, RESTARTING and the RUNNING
+     * after it go in at their times (mapped through INITIALIZING, which a job enters once), marked as read from
+     * the execution graph.
+     */
+    static void addMissedRestart(MiniCluster mc, JobID id, List<Map<String, Object>> transitions,
+            Map<String, Object> pt) {
+        synchronized (transitions) {
+            Long initAt = null;
+            for (Map<String, Object> t : transitions) {
+                if ("RESTARTING".equals(t.get("status"))) {
+                    return;
+                }
+                if ("INITIALIZING".equals(t.get("status")) && initAt == null) {
+                    initAt = ((Number) t.get("atMillis")).longValue();
+                }
+            }
+            try {
+                org.apache.flink.runtime.executiongraph.ArchivedExecutionGraph g =
+                        mc.getArchivedExecutionGraph(id).get(30, TimeUnit.SECONDS);
+                long restarting = g.getStatusTimestamp(JobStatus.RESTARTING);
+                long init = g.getStatusTimestamp(JobStatus.INITIALIZING);
+                long running = g.getStatusTimestamp(JobStatus.RUNNING);
+                if (restarting <= 0 || init <= 0 || initAt == null) {
+                    return;
+                }
+                long offset = initAt - init;
+                List<Map<String, Object>> add = new ArrayList<>();
+                add.add(new java.util.HashMap<>(Map.of("status", "RESTARTING", "atMillis", restarting + offset,
+                        "fromExecutionGraph", true)));
+                if (running > restarting) {
+                    add.add(new java.util.HashMap<>(Map.of("status", "RUNNING", "atMillis", running + offset,
+                            "fromExecutionGraph", true)));
+                }
+                transitions.addAll(add);
+                // By time, a globally terminal status last whatever the mapping's error.
+                transitions.sort(java.util.Comparator.<Map<String, Object>>comparingInt(
+                        t -> JobStatus.valueOf((String) t.get("status")).isGloballyTerminalState() ? 1 : 0)
+                        .thenComparingLong(t -> ((Number) t.get("atMillis")).longValue()));
+            } catch (Exception e) {
+                pt.put("statusTimestampsError", e.toString());
+            }
+        }
     }
 
     /**
