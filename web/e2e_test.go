@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -137,9 +138,11 @@ type browserEnv struct {
 
 func newBrowser(t *testing.T) *browserEnv { return newBrowserWith(t, nil) }
 
+// A tab lives for up to 8 minutes: it bounds a test that hangs, not one
+// that is slow because the machine is busy.
 func newBrowserWith(t *testing.T, mod func(*Config)) *browserEnv {
 	t.Helper()
-	return newBrowserFor(t, 3*time.Minute, mod)
+	return newBrowserFor(t, 8*time.Minute, mod)
 }
 
 // newBrowserFor is newBrowserWith for a test that may take up to d.
@@ -195,25 +198,102 @@ func (b *browserEnv) shot(name string) string {
 }
 
 // clickLive clicks the element sel selects, as a person does (mouse events at
-// its place). The live views redraw: a node found by a query can be replaced
-// before the click reaches it ("Could not find node with given id"), so the
-// click is retried on the live element for up to 20 s.
+// its place), and makes sure the click reached it. The live views redraw: a
+// node found by a query can be replaced before the click reaches it ("Could
+// not find node with given id"), a press and a release can land on two
+// copies of a button (no click on either), and on a busy machine one click
+// can take longer than any short timeout — after which a blind retry would
+// click twice (a TaskManager's crash button becomes its restart button). So
+// the page notes where each click lands (jsClickWatch); an attempt is
+// repeated only when its click did not reach sel, for up to clickPatience.
 func (b *browserEnv) clickLive(sel string) {
 	b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	deadline := time.Now().Add(clickPatience)
+	for attempt := 1; ; attempt++ {
+		token := fmt.Sprintf("%d-%d", time.Now().UnixNano(), attempt)
+		watched := b.evalQuiet(fmt.Sprintf(jsClickWatch, strconv.Quote(token), strconv.Quote(sel))) == "armed"
+		ctx, cancel := context.WithTimeout(b.ctx, clickAttempt)
 		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
 		cancel()
-		if err == nil {
-			return
+		landed := "unknown"
+		if watched {
+			landed = b.clickLanded(token, err)
+		}
+		switch {
+		case landed == "hit" || landed == "left":
+			return // reached sel, or the page it was on navigated away
+		case err == nil && landed == "unknown":
+			return // not watched (the page was changing): as before
 		}
 		if time.Now().After(deadline) || b.ctx.Err() != nil {
 			b.shot("click-failed")
-			b.t.Fatalf("click %s: %v", sel, err)
+			b.t.Fatalf("click %s: %d attempts in %s; the last: %v, the click %s", sel, attempt, clickPatience, err, landed)
 		}
+		b.t.Logf("click %s, attempt %d: %v; the click %s; clicking again", sel, attempt, err, landed)
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// clickAttempt bounds one attempt of clickLive (a query, a scroll and two
+// mouse events: well under a second on an idle machine, several seconds at a
+// load of 35); clickPatience bounds all of them.
+const (
+	clickAttempt  = 30 * time.Second
+	clickPatience = 2 * time.Minute
+)
+
+// jsClickWatch (token, selector) makes the page note where its next click
+// lands in window.__clickWatch: "hit" on an element the selector selects or
+// inside one, else what it hit. The listener runs first (window, capture).
+const jsClickWatch = `(() => {
+  if (!window.__clickWatchOn) {
+    window.addEventListener('click', (e) => {
+      const w = window.__clickWatch;
+      if (!w || w.got) return;
+      const el = e.target instanceof Element ? e.target : null;
+      w.got = el && el.closest(w.sel) ? 'hit' : 'landed on ' + (el ? el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\s+/).join('.') : '') : 'nothing');
+    }, true);
+    window.__clickWatchOn = true;
+  }
+  window.__clickWatch = {token: %s, sel: %s, got: ''};
+  return 'armed';
+})()`
+
+// clickLanded reads where the click watched under token landed: "hit", what
+// it landed on instead, "left" when the page is another document now (a link
+// or a form was followed), or "did not arrive". err is the attempt's: a
+// click whose mouse events were all sent (nil) has been handled by then or
+// just after; one cut short by its timeout may still arrive, so that is
+// waited for a while; one that failed before its events (the node was
+// replaced) will not.
+func (b *browserEnv) clickLanded(token string, err error) string {
+	var wait time.Duration
+	switch {
+	case err == nil:
+		wait = 2 * time.Second
+	case errors.Is(err, context.DeadlineExceeded):
+		wait = 10 * time.Second
+	}
+	js := fmt.Sprintf(`(w => !w || w.token !== %s ? 'left' : (w.got || 'did not arrive'))(window.__clickWatch)`, strconv.Quote(token))
+	for end := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			got = "left" // the document went away under the evaluation
+		}
+		if got != "did not arrive" || time.Now().After(end) {
+			return got
+		}
+	}
+}
+
+// evalQuiet evaluates a JavaScript expression for its string value; "" on
+// an error (a page in the middle of navigating).
+func (b *browserEnv) evalQuiet(expr string) string {
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		return ""
+	}
+	return v
 }
 
 // eval evaluates a JavaScript expression and decodes its value.
@@ -225,8 +305,14 @@ func eval[T any](b *browserEnv, expr string) T {
 }
 
 // waitJS polls a JavaScript boolean expression until it holds.
+//
+// d is raised to at least waitFloor: the bound decides only how long a
+// failing test takes, never whether a passing one passes on a busy machine
+// (at a load of 60 a follower's count took longer than the 10 s a test
+// gave it).
 func (b *browserEnv) waitJS(d time.Duration, what, expr string) {
 	b.t.Helper()
+	d = max(d, waitFloor)
 	deadline := time.Now().Add(d)
 	for {
 		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr))
@@ -240,6 +326,9 @@ func (b *browserEnv) waitJS(d time.Duration, what, expr string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// waitFloor is the least waitJS waits for a condition.
+const waitFloor = time.Minute
 
 // openLive opens a sandbox live view and waits for its first snapshot.
 func (b *browserEnv) openLive(query string) {
