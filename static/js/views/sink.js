@@ -47,6 +47,7 @@ export class SinkView {
       fill.style.width = `${pct}%`;
       parts.push(h('div', { class: 'sink-progress' }, h('span', { class: 'bar' }, fill),
         h('span', {}, t('sink.progress', { committed: num(c.committed), expected: num(c.expected), records: num(c.records) }))));
+      if (c.ignoresTTL) parts.push(h('p', { class: 'muted ttl-note' }, t('sink.ignoresTTL')));
       const missing = c.lostRecords;
       const verdict = c.duplicateRecords > 0
         ? h('p', { class: 'verdict dup' }, t('sink.duplicates', { n: num(c.duplicateRecords) }))
