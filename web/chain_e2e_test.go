@@ -13,6 +13,7 @@ import (
 // the chained channels apart, and a completed checkpoint shows in the
 // table as unaligned with the in-flight data it holds.
 func TestBrowserChainsAndUnalignedCheckpoints(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.openLive("template=wordcount&seed=3&interval=50ms&chaining=true&unaligned=true&lang=en")
 	b.waitJS(20*time.Second, "the chain named in the graph",
@@ -33,6 +34,7 @@ func TestBrowserChainsAndUnalignedCheckpoints(t *testing.T) {
 // The sandbox form turns both on: the person picks "On" for operator
 // chaining and "Unaligned" barriers, starts the job, and sees the chain.
 func TestBrowserSandboxFormChainingAndUnaligned(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url+"/sandbox?lang=en"), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
 	b.run(chromedp.SetValue(chromedp.CSS(`#chaining`), "true"), chromedp.SetValue(chromedp.CSS(`#unaligned`), "true"))

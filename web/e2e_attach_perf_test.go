@@ -15,6 +15,7 @@ import (
 // TestBrowserAttachShowsTheKeyGroupStripPlannerAndTimeline opens /attach
 // against the flink-2.0 fixtures and checks what a learner sees.
 func TestBrowserAttachShowsTheKeyGroupStripPlannerAndTimeline(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserWith(t, fastAttach)
 	flink := attachtest.NewServer(t, attachtest.FixtureDir("flink-2.0"))
 
@@ -78,6 +79,7 @@ func TestBrowserAttachShowsTheKeyGroupStripPlannerAndTimeline(t *testing.T) {
 }
 
 func TestBrowserAttachErrorsInChinese(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserWith(t, fastAttach)
 	old := attachtest.NewServer(t, attachtest.FixtureDir("flink-1.12"))
 	b.run(chromedp.Navigate(b.url + "/attach?lang=zh&interval=1s&flink=" + url.QueryEscape(old.URL)))

@@ -31,6 +31,7 @@ func diffAt(a, b engine.Snapshot) []string {
 // seek back is a fork of the nearest image stepped on, and shows exactly
 // what a replay of the seed and command log from step 0 shows.
 func TestSeekFromImagesEqualsReplayFromZero(t *testing.T) {
+	t.Parallel() // CPU-bound, no browser: it runs beside the browser tests, which mostly wait
 	ts := newRealServer(t, nil)
 	c := ts.dial("template=wordcount&seed=6&interval=200ms", nil)
 	id := readUntil(t, c, "snapshot", "")["session"].(string)
@@ -84,6 +85,7 @@ func TestSeekFromImagesEqualsReplayFromZero(t *testing.T) {
 // number of steps; a replay from step 0 grows with the run. Both seeks
 // give the same job.
 func TestSeekCostDoesNotGrowWithTheRun(t *testing.T) {
+	t.Parallel() // CPU-bound, no browser: it runs beside the browser tests, which mostly wait
 	if testing.Short() {
 		t.Skip("measures runs of up to 40000 steps")
 	}
@@ -208,6 +210,7 @@ func TestForkFullSpeedClassroom(t *testing.T) {
 // itself by two for each new image once the server is over), each keeps
 // at least two, and a seek in either still equals a replay from step 0.
 func TestImagesStayWithinTheServersBudget(t *testing.T) {
+	t.Parallel() // CPU-bound, no browser: it runs beside the browser tests, which mostly wait
 	if testing.Short() {
 		t.Skip("plays two runs of 20000 steps")
 	}

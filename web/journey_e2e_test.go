@@ -237,6 +237,7 @@ func (j *journey) clickUntil(sel, what, cond string) {
 // laptop's 1280×800, in English and Chinese: no page scrolls sideways and
 // axe-core finds no WCAG 2.1 AA violation.
 func TestJourneyPhoneAndLaptop(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	// Every live page starts a session of its own, and ended ones linger
 	// until their idle timeout: room for all of them.
 	b := newBrowserFor(t, 20*time.Minute, func(c *Config) { c.MaxSessions = 400 })
@@ -339,6 +340,7 @@ const jsStepsAgreeWhilePlaying = `new Promise((done) => {
 // shown, forks there, and opens the share link of the fork, which replays
 // the same run.
 func TestJourneyExplorer(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserFor(t, 8*time.Minute, nil)
 	j := newJourney(b, "explorer")
 	j.run(chromedp.EmulateViewport(1280, 800))
@@ -515,6 +517,7 @@ const jsFollowerReady = `document.getElementById('workspace')?.dataset.ready ===
 // run (greyed-out controls, said why), forks, tries a crash in the copy, and
 // goes back to following.
 func TestJourneyTeacher(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserFor(t, 8*time.Minute, nil)
 	teacher := newJourney(b, "teacher")
 	teacher.run(chromedp.EmulateViewport(1280, 800))
@@ -602,6 +605,7 @@ func TestJourneyTeacher(t *testing.T) {
 // user does next, starting the job again from the latest retained
 // checkpoint, with a button.
 func TestBrowserFailedJobRestoresFromTheStory(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	j := newJourney(b, "failed-job")
 	j.openLive("template=wordcount&seed=4&restart=none&lang=en")
@@ -628,6 +632,7 @@ func TestBrowserFailedJobRestoresFromTheStory(t *testing.T) {
 // TestBrowserForkAtFullSpeedRuns: a fork of a run at full speed plays on by
 // itself (it stayed in DEPLOYING until Play was pressed) and says what it is.
 func TestBrowserForkAtFullSpeedRuns(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	j := newJourney(b, "fork-full-speed")
 	j.openLive("template=wordcount&seed=6&lang=en")
@@ -692,6 +697,7 @@ const jsBrokenWords = `(() => {
 // the cells keep "source#0" and "32 / 5,000" whole, the table fits its panel,
 // and the page does not scroll sideways.
 func TestBrowserSourceHeadersKeepWords(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	j := newJourney(b, "headers")
 	for _, width := range []int64{360, 1280} {

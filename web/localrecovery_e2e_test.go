@@ -12,6 +12,7 @@ import (
 // subtask and reads in the checkpoints panel that the restore came from the
 // TaskManagers' local copies.
 func TestBrowserLocalRecoveryFromTheSandboxForm(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url+"/sandbox?lang=en"), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
 	b.run(chromedp.SetValue(chromedp.CSS(`#localRecovery`), "true"))

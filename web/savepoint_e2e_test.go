@@ -27,6 +27,7 @@ import (
 // distributed) on all three subtasks with the Kafka splits of the enumerator's
 // ten partitions, then a rescale plan to 2 and Flink's refusal above 128.
 func TestBrowserSavepointUploadShowsOperatorsStateAndPlan(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	path, _ := sharedKafkaMetadata(t)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/savepoint?lang=en"))
@@ -106,6 +107,7 @@ func keyedMetadataFile(t *testing.T) string {
 // The key-group strip is sized by bytes: each cell as wide as the bytes its
 // key group's offsets give it, coloured by the subtask that saved it.
 func TestBrowserSavepointKeyGroupStripSizedByBytes(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	path := keyedMetadataFile(t)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/savepoint?lang=zh"))
@@ -127,6 +129,7 @@ func TestBrowserSavepointKeyGroupStripSizedByBytes(t *testing.T) {
 // With a savepoint shown and a plan drawn, the page fits a phone and a laptop
 // and axe-core finds no WCAG 2.1 AA violation, in both languages.
 func TestBrowserSavepointReportFitsAndIsAccessible(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	path, _ := sharedKafkaMetadata(t)
 	keyed := keyedMetadataFile(t)
 	b := newBrowser(t)
@@ -194,6 +197,7 @@ func operatorStateDir(t *testing.T) string {
 // Picking the savepoint directory sends its state files with _metadata, so
 // state that is not inline is decoded too.
 func TestBrowserSavepointDirectoryPickReadsStateFiles(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	dir := operatorStateDir(t)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/savepoint?lang=en"))
@@ -211,6 +215,7 @@ func TestBrowserSavepointDirectoryPickReadsStateFiles(t *testing.T) {
 // operator's card shows its 128 key groups in the strip, its decoded values,
 // and that every decoded key sits in the key group Flink's assignment gives it.
 func TestBrowserSavepointRealFlinkKeyedState(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	path, err := filepath.Abs(filepath.Join("..", "savepoint", "testdata", "flink", "2.3.0", "rocksdb-inline-savepoint-canonical", "_metadata"))
 	require.NoError(t, err)
 	_, err = os.Stat(path)
@@ -240,6 +245,7 @@ func TestBrowserSavepointRealFlinkKeyedState(t *testing.T) {
 // English word is left. The same files on the English page show English
 // reasons, so the check can see English where it is.
 func TestBrowserSavepointReasonsInChinese(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	kafka, _ := sharedKafkaMetadata(t)
 	files, err := filepath.Abs(filepath.Join("..", "savepoint", "testdata", "flink", "2.3.0", "hashmap-files-savepoint-canonical", "_metadata"))
 	require.NoError(t, err)
@@ -336,6 +342,7 @@ func damagedKafkaFiles(t *testing.T, raw []byte, want, readable int) (refused ma
 // outside them. The same files on the English page say it in English, so
 // the check can see English where it is.
 func TestBrowserSavepointDamagedFilesInChinese(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	_, raw := sharedKafkaMetadata(t)
 	refused, read := damagedKafkaFiles(t, raw, 6, 3)
 	// Every message the page shows about the file: the read error, the

@@ -19,6 +19,7 @@ import (
 // pages' Referrer-Policy: no-referrer makes Chromium send Origin: null on
 // this same-origin POST; it used to be refused with a 403.)
 func TestBrowserTeacherStartsClassroomFromTheForm(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/classroom?lang=en"))
 	b.waitJS(10*time.Second, "the start form", `!!document.querySelector('#classroom-form button[type=submit]')`)
@@ -41,6 +42,7 @@ func TestBrowserTeacherStartsClassroomFromTheForm(t *testing.T) {
 // submits a form to /classroom; the browser lands on a 403 that says what
 // to do, and no classroom starts.
 func TestBrowserCrossSitePageCannotStartClassroom(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	target := b.url + "/classroom"
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

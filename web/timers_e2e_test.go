@@ -13,6 +13,7 @@ import (
 // then crashes the subtask and sees the timers again after the restore.
 // In Chinese the timers table is labelled in Chinese.
 func TestBrowserInspectorShowsTimersAndTTL(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.openLive("template=alerts&seed=3&interval=100ms&ttl=20s&lang=en")
 	b.waitJS(20*time.Second, "every subtask running", jsAllRunning)

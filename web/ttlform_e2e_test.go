@@ -20,6 +20,7 @@ func jsFieldShown(id string) string {
 // Then the word count with a 200 ms TTL: the inspector marks an entry
 // expired once its TTL has passed on the job's clock.
 func TestBrowserSandboxFormSetsTTLAndTimeDomain(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url+"/sandbox?lang=en"), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
 	b.clickLive(`input[name=template][value=wordcount]`)

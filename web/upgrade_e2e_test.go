@@ -13,6 +13,7 @@ import (
 // unchanged. With allowNonRestoredState ticked the changed job starts, the
 // dialog closes and count now shows its uid and a new operator ID.
 func TestBrowserUpgradeFromSavepoint(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.openLive("template=wordcount&seed=5&interval=200ms&lang=en")
 	for range 3 {
