@@ -137,7 +137,7 @@ func TestJourneyChinesePhone(t *testing.T) {
 	j.waitJS(10*time.Second, "the TTL's details enabled", `!document.getElementById('ttlStateVisibility').disabled`)
 	fields := `#sandbox-form .field:has(#ttl), #sandbox-form .field:has(#ttlUpdateType), #sandbox-form .field:has(#ttlStateVisibility), #sandbox-form .field:has(#ttlCleanupFullSnapshot), #sandbox-form .field:has(#timeDomain)`
 	part("the sandbox form's TTL fields", fields, []string{"状态 TTL", "过期状态的可见性", "全量快照时清理", "告警的时间语义", "事件时间"})
-	j.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('ttl').scrollIntoView({block: 'start', behavior: 'instant'})`))
+	j.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('ttl')?.scrollIntoView({block: 'start', behavior: 'instant'})`))
 	j.window("sandbox-ttl")
 
 	// The alerts job with that TTL: the inspector's timers on alerts#0.
@@ -152,7 +152,7 @@ func TestJourneyChinesePhone(t *testing.T) {
 		[]string{"定时器", "水位线", "触发时间", "键组"}, ops...)
 	require.Contains(t, eval[string](j.browserEnv, `[...document.querySelectorAll('#inspector table.keyed tbody td[title]')].map(td => td.title).join('\n')`), "最后访问于",
 		"the keyed entries' TTL tooltip in Chinese")
-	j.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('#inspector .timers').scrollIntoView({block: 'start', behavior: 'instant'})`))
+	j.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('#inspector .timers')?.scrollIntoView({block: 'start', behavior: 'instant'})`))
 	j.window("inspector-timers")
 
 	// The Upgrade… dialog, from a savepoint.
@@ -167,6 +167,6 @@ func TestJourneyChinesePhone(t *testing.T) {
 	part("the Upgrade… dialog", `#upgrade`, []string{"从保存点升级作业", "启动自", "修改", "算子", "设置算子的 uid", "升级", "关闭"}, append(ops, ids...)...)
 	j.accessible("the Upgrade… dialog in Chinese at 390 px")
 	j.window("upgrade-dialog")
-	j.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('upgrade-submit').scrollIntoView({block: 'end', behavior: 'instant'})`))
+	j.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('upgrade-submit')?.scrollIntoView({block: 'end', behavior: 'instant'})`))
 	j.window("upgrade-dialog-end")
 }
