@@ -212,6 +212,10 @@ func (b *browserEnv) clickLive(sel string) {
 	for attempt := 1; ; attempt++ {
 		token := fmt.Sprintf("%d-%d", time.Now().UnixNano(), attempt)
 		watched := b.evalQuiet(fmt.Sprintf(jsClickWatch, strconv.Quote(token), strconv.Quote(sel))) == "armed"
+		// A person scrolls the target into the middle of the window: at its
+		// edge a sticky toolbar may cover it (a click on a subtask's box then
+		// pressed Trigger checkpoint instead).
+		b.evalQuiet(fmt.Sprintf(`document.querySelector(%s)?.scrollIntoView({block: 'center', inline: 'nearest'}), 'ok'`, strconv.Quote(sel)))
 		ctx, cancel := context.WithTimeout(b.ctx, clickAttempt)
 		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
 		cancel()

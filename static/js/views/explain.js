@@ -205,6 +205,7 @@ export class ExplainView {
         case 'job-status': {
           const ep = this.episode && !this.episode.done ? this.episode : null;
           if (!ep) break;
+          if (e.status !== 'RUNNING') ep.data.down = true;
           if (e.status === 'FAILED') {
             this.step(t('explain.jobFailed', { message: e.message }), 'bad');
             // Flink's way out: start the job again from a retained checkpoint.
@@ -213,8 +214,13 @@ export class ExplainView {
           }
           break;
         }
-        case 'task-status':
+        case 'task-status': {
+          // A failover is over only after it was seen: the snapshot this
+          // batch of events follows can still say every subtask runs.
+          const ep = this.episode && !this.episode.done ? this.episode : null;
+          if (ep && e.status && e.status !== 'RUNNING') ep.data.down = true;
           break;
+        }
         case 'restore-requested': {
           const sp = isSavepoint(snap, e.checkpoint) || snap.checkpoints?.retained?.find((c) => c.id === e.checkpoint)?.savepoint;
           this.start('failover', ta(sp ? 'explain.restoreCmd.titleSp' : 'explain.restoreCmd.title', { n: e.checkpoint }));
@@ -508,7 +514,11 @@ export class ExplainView {
     if (!ep.data.failed && !ep.data.waiting) return;
     const snap = this.model.snap;
     const running = snap.job.status === 'RUNNING' && snap.job.operators.every((o) => o.subtasks.every((st) => st.status === 'RUNNING'));
-    if (!running) return;
+    if (!running) { ep.data.down = true; return; }
+    // Events run ahead of snapshots: a failure's events can arrive while
+    // the latest snapshot still shows every subtask running. Running
+    // again needs the failure seen first (an event or a snapshot).
+    if (!ep.data.down) return;
     const sem = snap.sinks[0]?.semantics === 'at-least-once' ? 'alo' : 'eo';
     let key = 'explain.running.plain';
     if (ep.data.restoreTold) key = ep.data.restoredFrom ? `explain.running.${sem}` : `explain.running.empty.${sem}`;
