@@ -1083,20 +1083,14 @@ func (c *core) inject(op string, partition int, text string) error {
 	if tp == nil {
 		return fmt.Errorf("%w: %q is not a source", ErrUnknown, op)
 	}
-	if partition < 0 {
-		partition = c.injected[op] % tp.partitions
-	}
+	// topic.typed is the one rule for where a typed record goes and what it
+	// is: the Flink export (TopicRecordsWithTyped) replays the command log
+	// through it, so the exported input cannot drift from the engine's.
+	partition, r := tp.typed(c.injected[op], partition, text)
 	if partition >= tp.partitions {
 		return fmt.Errorf("%w: source %s has partitions 0..%d, not %d", ErrBadCommand, op, tp.partitions-1, partition)
 	}
 	c.injected[op]++
-	ts := int64(0)
-	if tp.gen == GeneratorClicks {
-		ts = tp.windowSize * int64(tp.records/(tp.pages*tp.perWindow)+1)
-	}
-	// A typed-in line is keyed by itself, like a generated one (a click's
-	// key is its page, which the user typed).
-	r := Record{Key: text, Text: text, Timestamp: ts}
 	off := tp.append(partition, r)
 	if c.ex != nil {
 		for _, t := range c.ex.ops[c.opIndex[op]].tasks {

@@ -80,9 +80,11 @@ func TopicRecordsWithTyped(spec *JobSpec, source string, log []LoggedCommand, ma
 
 // typed is the partition and record the engine's inject (core.inject) makes
 // of the n-th typed record of this topic with partition p and text: p < 0
-// takes the next partition in turn; the record is keyed by its text, with
+// takes the next partition in turn; the record is keyed by its text (like a
+// generated one: a click's key is its page, which the user typed), with
 // timestamp 0, or for a clicks topic the start of the window after the
 // generated ones. A partition out of range is returned as is (refused).
+// core.inject and TopicRecordsWithTyped both call it: one rule for both.
 func (t *topic) typed(n, p int, text string) (int, Record) {
 	if p < 0 {
 		p = n % t.partitions
