@@ -718,3 +718,127 @@ func TestBrowserSourceHeadersKeepWords(t *testing.T) {
 		}
 	}
 }
+
+// predict answers the current step's "predict first" card as a person
+// does: picks the choice and presses the card's commit button.
+func predict(answer string) learnerAct {
+	return func(j *journey) {
+		n := eval[int](j.browserEnv, jsLessonState+`.lesson.step`)
+		card := fmt.Sprintf(`.steps .step[data-step="%d"] form.predict`, n)
+		j.waitJS(20*time.Second, "step's prediction card", fmt.Sprintf(`(f => !!f && !f.querySelector('.predict-commit').disabled)(document.querySelector(%q))`, card))
+		j.clickLive(fmt.Sprintf(`%s input[value=%q]`, card, answer))
+		j.clickLive(card + ` .predict-commit`)
+		j.waitJS(20*time.Second, "the answer committed", fmt.Sprintf(`!document.querySelector(%q).hidden`, card+` .predict-committed`))
+	}
+}
+
+// predictedRight checks that step n's card, once the step is done, shows
+// the learner's answer as right.
+func (j *journey) predictedRight(n int) {
+	j.t.Helper()
+	card := fmt.Sprintf(`.steps .step[data-step="%d"] form.predict`, n)
+	j.waitJS(20*time.Second, fmt.Sprintf("step %d's answer revealed", n), fmt.Sprintf(`!document.querySelector(%q).hidden`, card+` .predict-result`))
+	require.True(j.t, eval[bool](j.browserEnv, fmt.Sprintf(`!document.querySelector(%q).hidden && document.querySelector(%q).hidden`,
+		card+` .predict-right`, card+` .predict-wrong`)), "step %d: the answer %q is confirmed right", n, eval[string](j.browserEnv, fmt.Sprintf(`document.querySelector(%q).textContent`, card+` .predict-mine`)))
+}
+
+// TestJourneyLessonLocalRecoveryByHand: a learner completes lesson 15
+// (task-local recovery, state.backend.local-recovery) through the visible
+// controls only: waits for two checkpoints, predicts and crashes count#0
+// with its subtask box, then predicts and crashes tm-1 with its Crash
+// button. The predictions follow Flink's rule, not the engine: a restart on
+// the same TaskManager reads the local copy (TaskLocalStateStoreImpl keeps
+// it on the TaskManager's disk); a lost TaskManager takes its copies with
+// it and the restore reads checkpoint storage.
+func TestJourneyLessonLocalRecoveryByHand(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	b := newBrowserFor(t, 10*time.Minute, nil)
+	j := newJourney(b, "by-hand-15")
+	j.run(chromedp.EmulateViewport(1280, 800))
+	took := j.learnAt(learnerLesson{"15-local-recovery", "en", []learnerAct{
+		nil,
+		then(predict(lessons.Yes), crashSubtask("count#0")),
+		func(j *journey) {
+			j.predictedRight(2)
+			predict(lessons.No)(j)
+			crashTaskManager("tm-1")(j)
+		},
+	}}, 16)
+	j.predictedRight(3)
+	j.window("15-predictions")
+	t.Logf("lesson 15 by hand: %s", took)
+}
+
+// jsToolbarRows counts the rows the live view's toolbar wraps into: its
+// visible parts, grouped by their top edge.
+const jsToolbarRows = `(() => { const tops = [...document.querySelectorAll('.toolbar > *')].filter(e => e.offsetParent !== null)
+  .map(e => e.getBoundingClientRect().top).sort((a, b) => a - b);
+  return tops.reduce((n, y, i) => n + (i > 0 && y - tops[i - 1] > 12 ? 1 : 0), tops.length ? 1 : 0); })()`
+
+// jsTMLabelsCramped lists what does not fit in the job graph's TaskManager
+// column: a label's text or button past its column or clipped, a label
+// reaching into the first subtask box or past the bottom of its band, or the
+// band's title running into its state line.
+const jsTMLabelsCramped = `(() => { const out = [];
+  const bands = [...document.querySelectorAll('#graph rect.band')], titles = [...document.querySelectorAll('#graph text.band-title')];
+  const firstBox = Math.min(...[...document.querySelectorAll('#graph .box-button')].map(b => b.getBoundingClientRect().left));
+  [...document.querySelectorAll('#graph .tm-label')].forEach((lab, i) => {
+    const r = lab.getBoundingClientRect(), band = bands[i].getBoundingClientRect(), title = titles[i].getBoundingClientRect();
+    const name = titles[i].textContent;
+    if (r.right > firstBox + 0.5) out.push(name + ': its column ends at ' + Math.round(r.right) + ', the first box begins at ' + Math.round(firstBox));
+    if (title.bottom > r.top + 0.5) out.push(name + ': the title runs into the state line');
+    for (const el of lab.querySelectorAll(':scope > *')) {
+      const q = el.getBoundingClientRect(), what = name + ' ' + JSON.stringify(el.textContent);
+      if (q.right > r.right + 0.5) out.push(what + ' runs past its column (' + Math.round(q.right - r.right) + ' px)');
+      if (el.scrollWidth > el.clientWidth + 1) out.push(what + ' is cut (' + el.scrollWidth + ' > ' + el.clientWidth + ')');
+      if (q.bottom > band.bottom + 0.5) out.push(what + ' runs past the bottom of its band');
+    }
+  });
+  return out; })()`
+
+// TestBrowserToolbarAndTaskManagerColumnFit: at 1280×800 the live view's
+// toolbar takes at most two rows, in the sandbox and beside a lesson's text
+// with the record box's choice of source (lesson 12 has two sources), in
+// English and Chinese; on phones (360×740, 390×844) the job graph's
+// TaskManager column holds its labels — a lost TaskManager's Restart and
+// the waiting subtasks' "Add TaskManager" too — in both languages.
+func TestBrowserToolbarAndTaskManagerColumnFit(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	b := newBrowserFor(t, 8*time.Minute, nil)
+	j := newJourney(b, "fit")
+	j.run(chromedp.EmulateViewport(1280, 800))
+	for _, lang := range []string{"en", "zh"} {
+		for _, p := range []string{"/sandbox/live?template=wordcount&seed=1", "/lessons/12-broadcast-and-union-state?x=1"} {
+			j.visit(p + "&lang=" + lang)
+			if strings.HasPrefix(p, "/lessons/") {
+				j.waitJS(30*time.Second, "the choice of source", `!document.getElementById('inject-source').hidden`)
+			}
+			name := fmt.Sprintf("%s %s", strings.SplitN(p, "?", 2)[0], lang)
+			rows := eval[int](j.browserEnv, jsToolbarRows)
+			j.window(fmt.Sprintf("toolbar-1280-%s-%s", lang, strings.Trim(strings.ReplaceAll(strings.SplitN(p, "?", 2)[0], "/", "-"), "-")))
+			if lang == "zh" || !strings.HasPrefix(p, "/lessons/") {
+				require.LessOrEqual(t, rows, 2, "%s: the toolbar wraps into %d rows at 1280×800", name, rows)
+			} else {
+				t.Logf("%s: the toolbar takes %d rows at 1280×800", name, rows)
+			}
+			j.fits(name)
+		}
+	}
+	for _, size := range [][2]int64{{360, 740}, {390, 844}} {
+		for _, lang := range []string{"en", "zh"} {
+			j.run(chromedp.EmulateViewport(size[0], size[1]))
+			j.visit("/sandbox/live?template=wordcount&seed=1&lang=" + lang)
+			j.waitJS(60*time.Second, "every subtask running", jsAllRunning)
+			name := fmt.Sprintf("%dx%d %s", size[0], size[1], lang)
+			require.Empty(t, eval[[]string](j.browserEnv, jsTMLabelsCramped), "%s: the TaskManager column", name)
+			// tm-1 lost: its band says so and offers Restart; the subtasks
+			// it ran wait in a band of their own with "Add TaskManager".
+			j.clickUntil(`button[data-focus="tm:tm-1"]`, "tm-1 lost", jsSnap+`.taskManagers.some(m => m.id === 'tm-1' && m.status === 'LOST')`)
+			j.waitJS(60*time.Second, "the waiting subtasks' band", `document.querySelectorAll('#graph .tm-label').length === 3 && !!document.querySelector('#graph .tm-label button:not([data-focus])')`)
+			j.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('graph').scrollIntoView({block: 'start', behavior: 'instant'})`))
+			j.window(fmt.Sprintf("tm-column-%d-%s", size[0], lang))
+			require.Empty(t, eval[[]string](j.browserEnv, jsTMLabelsCramped), "%s with tm-1 lost: the TaskManager column", name)
+			j.fits(name)
+		}
+	}
+}
