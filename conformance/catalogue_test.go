@@ -304,13 +304,14 @@ func catalogue() []*scenario {
 			claim: "Event-time timers pending at a savepoint travel with their key groups: the input goes on after a stop-with-savepoint " +
 				"and a restore at parallelism 3 (alerts 2 -> 3), and a timer registered before the rescale fires after it, once, on " +
 				"the subtask that owns its key group at 3; every alert is committed exactly once, the same alerts on both",
-			spec:       alertsJob(),
-			partitions: map[string]int{"source": 2},
-			lines:      map[string][][]string{"source": {genLines(33, 120, 1), genLines(34, 120, 1)}},
-			continuous: true,
-			phases:     []phase{{}, {rescale: map[string]int{"alerts": 3}}},
-			slots:      5,
-			check:      checkTimersAcrossRescale,
+			spec:          alertsJob(),
+			partitions:    map[string]int{"source": 2},
+			lines:         map[string][][]string{"source": {genLines(33, 120, 1), genLines(34, 120, 1)}},
+			continuous:    true,
+			cutAtStateLab: true,
+			phases:        []phase{{}, {rescale: map[string]int{"alerts": 3}}},
+			slots:         5,
+			check:         checkTimersAcrossRescale,
 		},
 		{
 			name: "upgrade-remove-stateful-operator",
@@ -623,67 +624,141 @@ func checkAlerts(j *judge, sl *slResult, fl *trace) {
 // event's message ("alerts#1: timer 57 of flink fired at …").
 var timerFired = regexp.MustCompile(`timer (-?\d+) of `)
 
+// pendingTimer is a timer pending at the savepoint as both sides restore it
+// at parallelism 3: who restored it, and whether it alerted after.
+type pendingTimer struct {
+	KeyGroup int `json:"keyGroup"`
+	Subtask  int `json:"subtask"`
+	Alerts   int `json:"alerts"` // alerts it fired in phase 1: 0 or 1
+}
+
 func checkTimersAcrossRescale(j *judge, sl *slResult, fl *trace) {
-	lines := catalogueLines("alerts-timers-pending-across-rescale")
+	sc := catalogueScenario("alerts-timers-pending-across-rescale")
+	lines := catalogueLines(sc.name)
 	var all []string
 	for _, ls := range lines {
 		all = append(all, ls...)
 	}
 	checkExactOutput(j, sl, fl, alertsOutput(all))
 	require.Len(j.t, fl.Phases, 2, "Flink ran the job and the restore at 3")
-	cut := int64(len(lines[0])) // the first timestamp of phase 1
-	owner := func(key string) int {
-		return rescale.OperatorIndexForKeyGroup(128, 3, rescale.KeyGroupForString(key, 128))
-	}
-	// Flink: an alert of phase 1 whose session ended before the cut fired
-	// from a timer the savepoint held.
-	flCarried := map[string]int{} // "key@timer" -> subtask
-	for _, e := range fl.Phases[1].Events {
-		if e.Event == "alert" && e.Operator == "alerts" && e.Last < cut {
-			flCarried[fmt.Sprintf("%s@%d", e.Key, e.Timer)] = e.Subtask
-			j.true("Flink fired "+e.Key+"'s restored timer on the owner of its key group at 3", e.Subtask == owner(e.Key), e.Subtask)
-		}
-	}
-	j.t.Logf("Flink: %d timers pending at the savepoint fired after the restore at 3", len(flCarried))
-	j.true("Flink fired timers registered before the rescale after it", len(flCarried) > 0, flCarried)
+	kg := func(key string) int { return rescale.KeyGroupForString(key, 128) }
+	owner := func(key string) int { return rescale.OperatorIndexForKeyGroup(128, 3, kg(key)) }
 	if sl == nil {
 		return
 	}
 	require.Len(j.t, sl.phases, 2, "StateLab ran the job and the rescale")
-	restored := map[string]bool{}
-	for _, ts := range sl.phases[1].pendingTimers["alerts"] {
-		for _, tm := range ts {
-			restored[fmt.Sprintf("%s@%d", tm.Key, tm.Timestamp)] = true
+	// Both savepoints hold the same records (scenario.cutAtStateLab): the
+	// sources' offsets Flink was held at are the ones StateLab restored.
+	cut := sc.flinkCutOf(j.t)
+	parts, _ := sc.layout("source")
+	// m: the lowest last timestamp over the partitions, the event time both
+	// watermarks stand on at the savepoint.
+	m := int64(-1)
+	var mKey string
+	for p, n := range cut["source"] {
+		j.true(fmt.Sprintf("partition %d held at a record", p), n > 0, n)
+		if n > 0 && (m < 0 || parts[p][n-1].TS < m) {
+			m, mKey = parts[p][n-1].TS, parts[p][n-1].Text
 		}
 	}
-	slCarried := map[string]int{}
+	j.t.Logf("both savepoints hold the records before offsets %v; the lowest last timestamp is %d (%s)", cut["source"], m, mKey)
+	// Flink's watermark at its savepoint is m - 1 (forMonotonousTimestamps:
+	// the highest timestamp minus 1) on every alerts subtask.
+	wms := fl.Phases[0].SavepointWatermarks
+	j.true("Flink stopped with its savepoint once both alerts subtasks' watermark stood at the cut", len(wms) == 2, wms)
+	for task, wm := range wms {
+		j.true("Flink's watermark at the savepoint on "+task+" is the lowest last timestamp minus 1", wm == m-1, wm)
+	}
+	// The timers each side restored at 3, by "key@timestamp". Flink keeps a
+	// timer its function no longer needs (flinkref's Alerts never deletes
+	// one; StateLab deletes the old deadline when it moves): those are left
+	// out, the rest compared.
+	flAlerts, slAlerts := map[string]int{}, map[string]int{}
+	for _, e := range fl.Phases[1].Events {
+		if e.Event == "alert" && e.Operator == "alerts" {
+			flAlerts[fmt.Sprintf("%s@%d", e.Key, e.Timer)]++
+		}
+	}
 	for _, e := range sl.phases[1].timersFired {
-		m := timerFired.FindStringSubmatch(e.Message)
-		if m == nil {
-			continue
-		}
-		k := e.Key + "@" + m[1]
-		if !restored[k] {
-			continue
-		}
-		var i int
-		fmt.Sscanf(e.Task, "alerts#%d", &i)
-		slCarried[k] = i
-		j.true("StateLab fired "+e.Key+"'s restored timer on the owner of its key group at 3", i == owner(e.Key), i)
-	}
-	j.t.Logf("StateLab: %d timers pending after the rescale, %d of them alerted after it", len(restored), len(slCarried))
-	j.true("StateLab fired timers registered before the rescale after it", len(slCarried) > 0, slCarried)
-	// Where both held the same timer across the rescale (their savepoints
-	// fall at different records, see scenario.continuous), the same
-	// subtask fired it.
-	slCommon, flCommon := map[string]int{}, map[string]int{}
-	for k, i := range flCarried {
-		if v, ok := slCarried[k]; ok {
-			slCommon[k], flCommon[k] = v, i
+		if f := timerFired.FindStringSubmatch(e.Message); f != nil {
+			slAlerts[e.Key+"@"+f[1]]++
 		}
 	}
-	j.t.Logf("timers carried across the rescale on both: %d", len(flCommon))
-	j.equal("the subtask that fired each timer both carried across the rescale", slCommon, flCommon)
+	flTimers, slTimers := map[string]pendingTimer{}, map[string]pendingTimer{}
+	stale := 0
+	timersSeen := map[int]bool{}
+	for sub, e := range fl.Phases[1].lastEvents("timers", "alerts") {
+		timersSeen[sub] = true
+		for _, tm := range e.Timers {
+			if tm.Role == "stale" {
+				stale++
+				continue
+			}
+			k := fmt.Sprintf("%s@%d", tm.Key, tm.Timestamp)
+			flTimers[k] = pendingTimer{KeyGroup: kg(tm.Key), Subtask: sub, Alerts: flAlerts[k]}
+		}
+	}
+	j.true("Flink listed the restored timers of all three alerts subtasks", len(timersSeen) == 3, timersSeen)
+	j.true("StateLab's alerts subtasks had taken in no record when their restored timers were read", sl.phases[1].alertsIn == 0, sl.phases[1].alertsIn)
+	for sub, ts := range sl.phases[1].pendingTimers["alerts"] {
+		for _, tm := range ts {
+			k := fmt.Sprintf("%s@%d", tm.Key, tm.Timestamp)
+			slTimers[k] = pendingTimer{KeyGroup: tm.KeyGroup, Subtask: sub, Alerts: slAlerts[k]}
+		}
+	}
+	j.t.Logf("timers restored at 3: Flink %d (and %d stale ones its function no longer needs), StateLab %d", len(flTimers), stale, len(slTimers))
+	// Each side on its own: a timer is restored by the subtask that owns
+	// its key group at 3, and alerts at most once.
+	for side, ts := range map[string]map[string]pendingTimer{"Flink": flTimers, "StateLab": slTimers} {
+		for k, tm := range ts {
+			key := k[:strings.LastIndex(k, "@")]
+			j.true(side+" restored "+k+" on the owner of its key group at 3", tm.Subtask == owner(key) && tm.KeyGroup == kg(key), tm)
+			j.true(side+"'s restored timer "+k+" alerted at most once", tm.Alerts <= 1, tm.Alerts)
+		}
+	}
+	// The watermarks differ by one at the cut: StateLab's source emits the
+	// highest timestamp it read (engine sourceLogic.watermarkNow), Flink's
+	// that minus 1. So the record at m has been released into its key's
+	// session on StateLab (its alert deadline at m + timeout) and still
+	// waits for its timer at m on Flink, and a deadline at m has alerted on
+	// StateLab before the savepoint and is pending on Flink. Those — key
+	// mKey's timers and the timers at m — are left out and checked on their
+	// own; every other timer must be the same on both, field by field.
+	flBoundary, slBoundary := map[string]pendingTimer{}, map[string]pendingTimer{}
+	for side, ts := range map[string]map[string]pendingTimer{"Flink": flTimers, "StateLab": slTimers} {
+		for k, tm := range ts {
+			if strings.HasPrefix(k, mKey+"@") || strings.HasSuffix(k, fmt.Sprintf("@%d", m)) {
+				if side == "Flink" {
+					flBoundary[k] = tm
+				} else {
+					slBoundary[k] = tm
+				}
+				delete(ts, k)
+			}
+		}
+	}
+	j.t.Logf("left out at the watermark's edge: Flink %v, StateLab %v", flBoundary, slBoundary)
+	_, flHasM := flBoundary[fmt.Sprintf("%s@%d", mKey, m)]
+	j.true("Flink holds the timer of the record at the cut (its watermark is one below it)", flHasM, flBoundary)
+	_, slHasDeadline := slBoundary[fmt.Sprintf("%s@%d", mKey, m+alertsTimeout)]
+	j.true("StateLab holds that key's alert deadline instead (its watermark released the record)", slHasDeadline, slBoundary)
+	j.true("timers pending at the savepoint (away from the watermark's edge)", len(flTimers) > 0, len(flTimers))
+	alerting := 0
+	for _, tm := range flTimers {
+		alerting += tm.Alerts
+	}
+	j.t.Logf("timers pending at both savepoints: %d, %d of them alerted after the rescale", len(flTimers), alerting)
+	j.true("a timer pending at the savepoint alerted after the rescale", alerting > 0, alerting)
+	j.equal("timers pending at the savepoint, restored at 3 (key group, subtask, alerts fired after)", slTimers, flTimers)
+}
+
+// flinkCutOf is where StateLab's savepoint fell (the scenario's
+// cutAtStateLab), as flinkTrace handed it to Flink.
+func (sc *scenario) flinkCutOf(t *testing.T) map[string][]int64 {
+	t.Helper()
+	cut, err := statelabCut(t, sc)
+	require.NoError(t, err)
+	return cut
 }
 
 func withBackend(spec map[string]any, backend string) map[string]any {
@@ -896,7 +971,7 @@ func TestConformance(t *testing.T) {
 			var sl *slResult
 			if sc.flinkOnly == "" {
 				var err error
-				sl, err = runStateLab(t, sc)
+				sl, err = runStateLabOnce(t, sc)
 				if err != nil {
 					if sc.pending == "" {
 						t.Fatalf("StateLab: %v", err)
@@ -1072,6 +1147,15 @@ func total(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+func catalogueScenario(name string) *scenario {
+	for _, sc := range catalogue() {
+		if sc.name == name {
+			return sc
+		}
+	}
+	panic("no scenario " + name)
 }
 
 func catalogueLines(name string) [][]string {

@@ -174,6 +174,10 @@ type flinkPhase struct {
 	Faults         []flinkFault       `json:"faults,omitempty"`
 	TimeoutSeconds int                `json:"timeoutSeconds,omitempty"`
 	AwaitFaults    bool               `json:"awaitFaults,omitempty"`
+	// AwaitWatermark: stop with the savepoint only once every alerts
+	// subtask's watermark has caught up with the records the limits hold
+	// the sources at (so the timers pending in it do not depend on timing)
+	AwaitWatermark bool `json:"awaitWatermark,omitempty"`
 	// PauseMillis: the runner waits this long before the phase starts
 	PauseMillis int64 `json:"pauseMillis,omitempty"`
 	// An upgrade: the changed job, submitted with the previous savepoint
@@ -217,6 +221,9 @@ type phaseTrace struct {
 	Events            []operatorEvent    `json:"events"`
 	LostTaskManagers  []json.RawMessage  `json:"lostTaskManagers"`
 	Vertices          []vertexTrace      `json:"vertices"`
+	// SavepointWatermarks: each alerts subtask's watermark when the phase
+	// stopped with its savepoint (with AwaitWatermark)
+	SavepointWatermarks map[string]int64 `json:"savepointWatermarks"`
 	// OperatorIDs: each vertex's operator ID (hex), by name
 	OperatorIDs map[string]string `json:"operatorIds"`
 	Failure     *struct {
@@ -275,6 +282,14 @@ type operatorEvent struct {
 	Key   string `json:"key"`
 	Timer int64  `json:"timer"`
 	Last  int64  `json:"last"`
+	// the event-time timers an alerts subtask restored (event "timers"):
+	// key, timestamp, and what the function's state needs it for (event,
+	// alert, event+alert, or stale: flinkref's Alerts never deletes a timer)
+	Timers []struct {
+		Key       string `json:"key"`
+		Timestamp int64  `json:"timestamp"`
+		Role      string `json:"role"`
+	} `json:"timers"`
 }
 
 type committedRecord struct {
@@ -317,9 +332,20 @@ func flinkTrace(t *testing.T, name string) *trace {
 		// (with go test -run TestConformance/REGEXP; the others find no trace).
 		only := regexp.MustCompile(os.Getenv("FLINKREF_ONLY"))
 		for _, sc := range catalogue() {
-			if only.MatchString(sc.name) {
-				scs = append(scs, sc.flink(dir))
+			if !only.MatchString(sc.name) {
+				continue
 			}
+			if sc.cutAtStateLab {
+				// Flink's sources are held where StateLab's savepoint fell:
+				// StateLab's Stepper is deterministic, so its run decides it.
+				cut, err := statelabCut(t, sc)
+				if err != nil {
+					batchErr = fmt.Errorf("%s: where StateLab's savepoint falls: %w", sc.name, err)
+					return
+				}
+				sc.flinkCut = cut
+			}
+			scs = append(scs, sc.flink(dir))
 		}
 		b, _ := json.MarshalIndent(map[string]any{"scenarios": scs}, "", "  ")
 		batch := filepath.Join(dir, "batch.json")

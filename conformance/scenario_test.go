@@ -39,8 +39,16 @@ type scenario struct {
 	// rescale is applied once its sources have read the earlier phases'
 	// lines (StateLab's sources cannot be held, and a typed-in record has
 	// timestamp 0), so where StateLab's savepoint falls may differ by the
-	// records in flight: only what does not depend on it is compared.
+	// records in flight — unless cutAtStateLab holds Flink's sources there.
 	continuous bool
+	// cutAtStateLab (with continuous): Flink's first phase holds its
+	// sources at the offsets StateLab's rescale savepoint holds (StateLab
+	// runs first: its Stepper is deterministic) and stops with the
+	// savepoint only once the watermarks caught up with them, so that both
+	// savepoints hold the same records and the timers pending in them can
+	// be compared one by one. flinkCut is that cut, per source and partition.
+	cutAtStateLab bool
+	flinkCut      map[string][]int64
 	// differs: where StateLab simplifies on purpose around this scenario
 	// (docs/flink-fidelity.md), why, and the static/i18n sentence the live
 	// view's story shows when it happens (TestCatalogueDifferencesInTheUI).
@@ -181,6 +189,10 @@ func (sc *scenario) flink(dir string) flinkScenario {
 			for _, src := range sc.sources() {
 				e := ends[src]
 				fp.Limits[src] = e[min(i, len(e)-1)]
+				if c := sc.flinkCut[src]; i == 0 && c != nil {
+					fp.Limits[src] = c
+					fp.AwaitWatermark = true
+				}
 			}
 		}
 		fs.Phases = append(fs.Phases, fp)

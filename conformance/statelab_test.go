@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +48,9 @@ type slPhase struct {
 	// pendingTimers: each keyed subtask's pending timers once the phase runs
 	// (after its restore), by operator and subtask
 	pendingTimers map[string]map[int][]state.Timer
+	// alertsIn: the records the alerts subtasks had taken in when
+	// pendingTimers was read (0: only what the restore brought back)
+	alertsIn int64
 	// timersFired: the phase's timer-fired events (alerts)
 	timersFired []engine.Event
 }
@@ -190,6 +195,13 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		p.keyGroups = keyGroupsOf(&snap)
 		p.restoredKeys = keyedState(t, s, &snap)
 		p.pendingTimers = pendingTimers(t, s, &snap)
+		for _, o := range snap.Job.Operators {
+			if o.Kind == engine.KindAlerts {
+				for _, st := range o.Subtasks {
+					p.alertsIn += st.RecordsIn
+				}
+			}
+		}
 		if i > 0 && !sc.continuous {
 			for _, src := range sc.sources() {
 				if i >= len(sc.lines[src]) {
@@ -431,4 +443,67 @@ func deepCopy(m map[string]any) map[string]any {
 	var c map[string]any
 	_ = json.Unmarshal(b, &c)
 	return c
+}
+
+// StateLab's runs of the scenarios whose Flink side depends on them
+// (scenario.cutAtStateLab), by name: run once, read twice.
+var (
+	slRunsMu sync.Mutex
+	slRuns   = map[string]*slRun{}
+)
+
+type slRun struct {
+	res *slResult
+	err error
+}
+
+// runStateLabOnce is runStateLab, remembered for a cutAtStateLab scenario.
+func runStateLabOnce(t *testing.T, sc *scenario) (*slResult, error) {
+	t.Helper()
+	if !sc.cutAtStateLab {
+		return runStateLab(t, sc)
+	}
+	slRunsMu.Lock()
+	defer slRunsMu.Unlock()
+	if r := slRuns[sc.name]; r != nil {
+		return r.res, r.err
+	}
+	res, err := runStateLab(t, sc)
+	slRuns[sc.name] = &slRun{res, err}
+	return res, err
+}
+
+// statelabCut is where StateLab's savepoint before phase 1 fell: the offset
+// of each source partition that phase 1's source subtasks restored.
+func statelabCut(t *testing.T, sc *scenario) (map[string][]int64, error) {
+	t.Helper()
+	res, err := runStateLabOnce(t, sc)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.phases) < 2 {
+		return nil, fmt.Errorf("StateLab ran %d phases, want 2", len(res.phases))
+	}
+	cut := map[string][]int64{}
+	for _, src := range sc.sources() {
+		offs := make([]int64, sc.partitions[src])
+		seen := make([]bool, len(offs))
+		for _, e := range res.phases[1].restores {
+			if e.Restore == nil || !strings.HasPrefix(e.Task, src+"#") {
+				continue
+			}
+			for _, po := range e.Restore.Offsets {
+				if po.Partition >= 0 && po.Partition < len(offs) {
+					offs[po.Partition], seen[po.Partition] = po.Offset, true
+				}
+			}
+		}
+		for p, ok := range seen {
+			if !ok {
+				return nil, fmt.Errorf("no subtask of %s restored partition %d", src, p)
+			}
+		}
+		cut[src] = offs
+	}
+	return cut, nil
 }

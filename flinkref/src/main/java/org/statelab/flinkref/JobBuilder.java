@@ -146,8 +146,9 @@ final class JobBuilder {
                 long timeout = Specs.millis(opts.path("timeout"), 10000);
                 String domain = opts.path("timeDomain").asText("event");
                 out = switch (domain) {
+                    // KeyedStream.process's own operator, which also lists its restored timers (Ops.AlertsOperator)
                     case "event" -> input.keyBy(r -> r.key, Types.STRING)
-                            .process(new Ops.Alerts(id, timeout, ttlConfig(opts)), REC);
+                            .transform(id, REC, new Ops.AlertsOperator(id, new Ops.Alerts(id, timeout, ttlConfig(opts))));
                     // The sources linger (procTimeLinger) so that the pending timers fire before the input ends.
                     case "processing" -> input.keyBy(r -> r.key, Types.STRING)
                             .process(new Ops.ProcAlerts(id, timeout, ttlConfig(opts)), REC);

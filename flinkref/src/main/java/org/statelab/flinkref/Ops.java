@@ -287,6 +287,14 @@ final class Ops {
             ctx.timerService().registerEventTimeTimer(r.ts);
         }
 
+        /** What the current key's state needs a timer at ts for: "event", "alert", "event+alert" or "stale". */
+        String role(long ts) throws Exception {
+            Long l = last.value();
+            boolean alert = l != null && ts == l + timeout;
+            boolean ev = pending.contains(ts);
+            return ev && alert ? "event+alert" : ev ? "event" : alert ? "alert" : "stale";
+        }
+
         @Override
         public void onTimer(long ts, OnTimerContext ctx, Collector<Rec> out) throws Exception {
             Long l = last.value();
@@ -313,6 +321,55 @@ final class Ops {
                 count.update((c == null ? 0 : c) + n);
                 ctx.timerService().registerEventTimeTimer(ts + timeout);
             }
+        }
+    }
+
+    /**
+     * The alerts function's operator: Flink's own KeyedProcessOperator (what {@code KeyedStream.process} builds), with
+     * two things the conformance tests read. At open, after the restore, it lists the event-time timers the subtask
+     * restored (InternalTimerService.forEachEventTimeTimer, as the State Processor API reads them): key, timestamp,
+     * and what the function's state still needs the timer for — the events pending at that time ("event"), the
+     * key's alert deadline ("alert"), both, or nothing ("stale": Alerts never deletes a timer). And it keeps each
+     * subtask's current watermark, so that a phase stops with a savepoint only once every alerts subtask's
+     * watermark has caught up with the records its sources were held at (Runner's awaitWatermark).
+     */
+    static final class AlertsOperator
+            extends org.apache.flink.streaming.api.operators.KeyedProcessOperator<String, Rec, Rec> {
+        private static final long serialVersionUID = 1L;
+        /** Per task ("alerts#1"): its current watermark in this phase. */
+        static final Map<String, Long> watermarks = new java.util.concurrent.ConcurrentHashMap<>();
+        private final String id;
+        private transient String task;
+
+        AlertsOperator(String id, Alerts fn) {
+            super(fn);
+            this.id = id;
+        }
+
+        @Override
+        public void open() throws Exception {
+            super.open();
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            task = id + "#" + i;
+            Alerts fn = (Alerts) getUserFunction();
+            List<Map<String, Object>> timers = new ArrayList<>();
+            getInternalTimerService("user-timers", org.apache.flink.runtime.state.VoidNamespaceSerializer.INSTANCE, this)
+                    .forEachEventTimeTimer((ns, ts) -> {
+                        Map<String, Object> t = new LinkedHashMap<>();
+                        t.put("key", getCurrentKey());
+                        t.put("timestamp", ts);
+                        t.put("role", fn.role(ts));
+                        timers.add(t);
+                    });
+            Map<String, Object> e = event("timers", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
+            e.put("timers", timers);
+            Trace.event(e);
+        }
+
+        @Override
+        public void processWatermark(org.apache.flink.streaming.api.watermark.Watermark mark) throws Exception {
+            super.processWatermark(mark);
+            watermarks.put(task, mark.getTimestamp());
         }
     }
 

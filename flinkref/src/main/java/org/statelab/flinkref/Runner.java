@@ -276,6 +276,7 @@ final class Runner {
             faults.add(x);
         }
         Faults.set(faults);
+        Ops.AlertsOperator.watermarks.clear();
         PartitionSource.limits.clear();
         ph.path("limits").fields().forEachRemaining(e -> {
             long[] l = new long[e.getValue().size()];
@@ -384,7 +385,8 @@ final class Runner {
             long runningFor = (System.nanoTime() - start) / 1_000_000
                     - (long) transitions.get(transitions.size() - 1).get("atMillis");
             if ("savepoint".equals(end) && !stopping && st == JobStatus.RUNNING && limitsReached(input) && faultsDone
-                    && (!ph.path("awaitFaults").asBoolean(false) || runningFor > 1000)) {
+                    && (!ph.path("awaitFaults").asBoolean(false) || runningFor > 1000)
+                    && (!ph.path("awaitWatermark").asBoolean(false) || watermarkReached(input, spec, par, pt))) {
                 File spDir = new File(work, sc.path("name").asText() + "/savepoints");
                 try {
                     String path = mc.stopWithSavepoint(id, spDir.toURI().toString(), false,
@@ -434,6 +436,42 @@ final class Runner {
         } catch (NoSuchMethodException e) {
             return new ExecutionGraphInfo(mc.getArchivedExecutionGraph(id).get(30, TimeUnit.SECONDS));
         }
+    }
+
+    /**
+     * Whether every alerts subtask's watermark has caught up with the records the phase's limits hold the sources
+     * at: the sources' periodic watermark (pipeline.auto-watermark-interval) after the last record read is the
+     * lowest last timestamp over the held partitions minus 1 (BoundedOutOfOrderness with no delay, as
+     * forMonotonousTimestamps is), and a savepoint taken before it arrives would hold timers a moment earlier's
+     * watermark had not fired yet. Notes the watermark it waited for in the phase's trace.
+     */
+    private boolean watermarkReached(String input, JsonNode spec, Map<String, Integer> par, Map<String, Object> pt) {
+        long want = Long.MAX_VALUE;
+        for (Map.Entry<String, long[]> e : PartitionSource.limits.entrySet()) {
+            List<List<Rec>> parts = InputStore.partitions(input, e.getKey());
+            for (int p = 0; p < e.getValue().length; p++) {
+                long n = Math.min(e.getValue()[p], parts.get(p).size());
+                if (n > 0) {
+                    want = Math.min(want, parts.get(p).get((int) n - 1).ts - 1);
+                }
+            }
+        }
+        int subtasks = 0;
+        for (JsonNode o : spec.path("operators")) {
+            if ("alerts".equals(o.path("kind").asText())) {
+                subtasks += par.getOrDefault(o.path("id").asText(), o.path("parallelism").asInt(1));
+            }
+        }
+        if (Ops.AlertsOperator.watermarks.size() < subtasks) {
+            return false;
+        }
+        for (long wm : Ops.AlertsOperator.watermarks.values()) {
+            if (wm < want) {
+                return false;
+            }
+        }
+        pt.put("savepointWatermarks", new java.util.TreeMap<>(Ops.AlertsOperator.watermarks));
+        return true;
     }
 
     /** Whether every partition held back by the phase's limits has been read up to its limit. */
