@@ -303,7 +303,9 @@ func catalogue() []*scenario {
 			name: "alerts-timers-pending-across-rescale",
 			claim: "Event-time timers pending at a savepoint travel with their key groups: the input goes on after a stop-with-savepoint " +
 				"and a restore at parallelism 3 (alerts 2 -> 3), and a timer registered before the rescale fires after it, once, on " +
-				"the subtask that owns its key group at 3; every alert is committed exactly once, the same alerts on both",
+				"the subtask that owns its key group at 3; both savepoints hold the same records (Flink's sources held where StateLab's " +
+				"savepoint fell) and the same pending timers, one by one, but for the record at the watermark's edge (StateLab's source " +
+				"watermark is the highest timestamp read, Flink's one below it); every alert is committed exactly once, the same alerts on both",
 			spec:          alertsJob(),
 			partitions:    map[string]int{"source": 2},
 			lines:         map[string][][]string{"source": {genLines(33, 120, 1), genLines(34, 120, 1)}},
