@@ -842,3 +842,25 @@ func TestBrowserToolbarAndTaskManagerColumnFit(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserSpeedPressWhileReconnecting: a busy machine drops a browser
+// that falls behind the event stream, and the page reconnects. A person who
+// presses the faster button meanwhile gets the faster run once the page is
+// connected again, with that one press. The test stands in for the network
+// only: it closes the page's socket and holds the reconnection until the
+// press has been made; the press itself is a click on the button.
+func TestBrowserSpeedPressWhileReconnecting(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	b := newBrowser(t)
+	j := newJourney(b, "speed-reconnect")
+	j.visit("/sandbox/live?template=wordcount&seed=1&lang=en")
+	require.Equal(t, 1, eval[int](j.browserEnv, jsSnap+`.speed`), "the run starts at 1×")
+	j.run(chromedp.Evaluate[chromedp.Void](`(() => { const c = window.statelab.conn; const open = c.open.bind(c);
+	  c.open = () => { window.__reopen = () => { c.open = open; open(); }; }; c.ws.close(); })()`))
+	j.waitJS(30*time.Second, "the page disconnected", `window.statelab.conn.ws.readyState === 3 && typeof window.__reopen === 'function'`)
+	j.clickLive(`#btn-faster`)
+	j.run(chromedp.Evaluate[chromedp.Void](`window.__reopen()`))
+	j.waitJS(time.Minute, "connected again", `window.statelab.conn.ws.readyState === 1`)
+	j.waitJS(time.Minute, "the run at 2× after one press", jsSnap+`.speed === 2 && document.getElementById('speed').textContent === '2×'`)
+	j.window("after-reconnect")
+}

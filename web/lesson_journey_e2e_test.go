@@ -190,10 +190,24 @@ func (j *journey) faster(speed int) {
 			return
 		}
 		j.press(`#btn-faster`)
-		_, _ = chromedp.Run(j.ctx, chromedp.Evaluate[bool](fmt.Sprintf(`new Promise(r => { const t0 = Date.now(); const f = () => {
-		  if (%s.speed > %d || Date.now() - t0 > 10000) r(true); else setTimeout(f, 100); }; f(); })`, jsSnap, cur), chromedp.EvalAwaitPromise))
+		took, _ := chromedp.Run(j.ctx, chromedp.Evaluate[bool](fmt.Sprintf(`new Promise(r => { const t0 = Date.now(); const f = () => {
+		  if (%s.speed > %d) r(true); else if (Date.now() - t0 > 10000) r(false); else setTimeout(f, 100); }; f(); })`, jsSnap, cur), chromedp.EvalAwaitPromise))
+		if !took {
+			// The safety net: say why the press did not show before pressing again.
+			j.t.Logf("the faster button pressed at %d×, not taken in 10 s; pressing again: %s", cur, j.evalQuiet(jsSpeedPress))
+		}
 	}
 }
+
+// jsSpeedPress describes the speed controls for a log line: the speed
+// shown and played, the connection, the last toast and what lies under the
+// faster button's centre.
+const jsSpeedPress = `(() => { const b = document.getElementById('btn-faster'); const r = b.getBoundingClientRect();
+  const top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  const ws = window.statelab.conn && window.statelab.conn.ws;
+  return JSON.stringify({ shown: document.getElementById('speed').textContent, played: window.statelab.model.snap.speed,
+    socket: ws ? ws.readyState : -1, disabled: b.disabled, under: top ? top.tagName + '#' + top.id + '.' + top.className : 'nothing',
+    toast: document.getElementById('toast').hidden ? '' : document.getElementById('toast').textContent }); })()`
 
 // press is clickLive with room for a machine so busy that one click takes
 // longer than clickLive's 20 s: attempts of 30 s each, for up to 2 minutes.

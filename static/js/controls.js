@@ -90,7 +90,12 @@ export class Controls {
     this.play.querySelector('.label').textContent = playing ? t('controls.pause') : t('controls.play');
     this.play.querySelector('.icon').className = `icon ${playing ? 'icon-pause' : 'icon-play'}`;
     this.play.setAttribute('aria-pressed', String(playing));
-    if (this.wantSpeed === snap.speed) this.wantSpeed = undefined;
+    if (this.wantSpeed === snap.speed) {
+      this.wantSpeed = undefined;
+      this.speedLost = false;
+    } else if (this.speedLost) {
+      this.sendSpeed(); // the first snapshot of a new connection
+    }
     this.speedOut.textContent = `${this.wantSpeed ?? snap.speed}×`;
     const live = snap.driver === 'live';
     this.modeStep.setAttribute('aria-pressed', String(!live));
@@ -128,7 +133,29 @@ export class Controls {
     const next = SPEEDS[Math.max(0, Math.min(SPEEDS.length - 1, i + dir))];
     if (next === cur) return;
     this.wantSpeed = next;
-    this.send('speed', { factor: next }).catch(() => { this.wantSpeed = undefined; });
+    // Shown at once: on a busy machine the snapshot that confirms it may
+    // take seconds, and a person who sees no change presses again.
+    this.speedOut.textContent = `${next}×`;
+    this.sendSpeed();
+  }
+
+  // sendSpeed asks for the speed last pressed. A press made while the page
+  // was reconnecting (a busy machine drops a browser that falls behind the
+  // event stream, and it reconnects) is not lost: the command failed for
+  // want of a connection, so the wish stays and goes out again with the
+  // new connection's first snapshot. A refusal forgets it.
+  sendSpeed() {
+    const factor = this.wantSpeed;
+    if (factor === undefined) return;
+    this.speedLost = false;
+    this.send('speed', { factor }).catch((err) => {
+      if (this.wantSpeed !== factor) return; // a later press is on its way
+      if (err?.code === 'disconnected') this.speedLost = true;
+      else {
+        this.wantSpeed = undefined;
+        if (this.model.snap) this.speedOut.textContent = `${this.model.snap.speed}×`;
+      }
+    });
   }
 
   // setMode hands the running job to the other driver; nothing restarts.
@@ -136,6 +163,7 @@ export class Controls {
     const snap = this.model.snap;
     if (!snap || snap.driver === driver) return;
     this.wantSpeed = undefined;
+    this.speedLost = false;
     fire(this.send('speed', { driver }).then(() => this.toast(t('toast.mode', { mode: t(`mode.${driver}`) }))));
   }
 
