@@ -136,8 +136,11 @@ type core struct {
 	// checkpoint history).
 	restoreOverride int64
 	ignored         map[int64]bool
-	// region is a pipelined region waiting to restart (region.go).
-	region      *regionPending
+	// regions are the region failovers waiting for their restart delay,
+	// oldest first, and versions the subtasks' modification counts
+	// (region.go; Flink's ExecutionVertexVersioner).
+	regions     []*regionPending
+	versions    map[string]int
 	regionEpoch int
 	// fsys is Options.FS (nil: the real disk).
 	fsys       state.FileSystem
@@ -340,6 +343,8 @@ func (c *core) deploy() {
 		}
 	}
 	c.attempt++
+	// A new execution: no region restart of the old one is pending.
+	c.regions = nil
 	ex := buildExecution(c, c.attempt, c.par)
 	c.ex = ex
 	for _, tp := range c.topics {
@@ -372,7 +377,7 @@ func (c *core) deploy() {
 // subtask i of every operator goes to the i-th free slot (slot sharing).
 func (c *core) tryAllocate() {
 	ex := c.ex
-	if ex == nil || c.terminal || c.status != JobRunning {
+	if ex == nil || c.terminal || (c.status != JobRunning && !c.regionRestarting()) {
 		return
 	}
 	if ex.started {
@@ -666,7 +671,7 @@ func (c *core) fail(failed *subtask, reason string) {
 // failGlobal is a global failover (RestartAllFailoverStrategy): every
 // subtask is cancelled and the job restarts as a whole.
 func (c *core) failGlobal(failed *subtask, reason string) {
-	c.region = nil // a global failover takes a pending region restart with it
+	c.regions = nil // a global failover takes the pending region restarts with it
 	c.counters.Failovers++
 	for _, p := range c.coord.pendingList() {
 		c.abortCheckpoint(p, JobFailure, "the job failed: "+reason)

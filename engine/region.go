@@ -17,8 +17,16 @@ import (
 // Where StateLab cannot restart a region on its own it fails over globally,
 // as Flink's RestartAllFailoverStrategy would: a failover strategy of full,
 // a failure that is not one subtask's (a checkpoint failure, a restore or
-// slot failure, a lost TaskManager), a rescale in progress, or a second
-// failure while a region restarts.
+// slot failure), a rescale in progress, or a failure while a restarted
+// region waits for slots.
+//
+// Every failure is handled on its own, as Flink's DefaultScheduler does
+// (handleTaskFailure -> restartTasksWithDelay): a failure in another region
+// while a region waits for its restart delay restarts that region too, with
+// the delay the restart strategy gives for it, and the job stays RESTARTING
+// until no region waits (verticesWaitingForRestart). A subtask that a later
+// failure restarts again is left to that later restart
+// (ExecutionVertexVersioner.getUnmodifiedExecutionVertices).
 
 // JobFailoverRegion is Flink's CheckpointFailureReason when a region
 // failover aborts a pending checkpoint. It never counts.
@@ -97,10 +105,28 @@ func (c *core) regionOf(t *subtask) []*subtask {
 	return out
 }
 
-// regionPending is a region waiting for its restart delay.
+// regionPending is a region waiting for its restart delay: one failure's
+// handling, with the version it gave each of its subtasks.
 type regionPending struct {
-	tasks []string
-	epoch int
+	tasks    []string
+	epoch    int
+	versions map[string]int
+}
+
+// regionRestarting says whether the job is RESTARTING for region failovers
+// only: the rest of the job runs.
+func (c *core) regionRestarting() bool {
+	return c.status == JobRestarting && len(c.regions) > 0
+}
+
+// pendingRestart says whether subtask name waits for a region restart.
+func (c *core) pendingRestart(name string) bool {
+	for _, r := range c.regions {
+		if slices.Contains(r.tasks, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // regionCandidate returns failed's pipelined region when a region
@@ -125,7 +151,7 @@ func (c *core) regionsOf(failed []*subtask) []*subtask {
 	// whole job on any failure (Executing -> Restarting) and then takes
 	// the slots there are: no region failover.
 	if len(failed) == 0 || c.ex == nil || c.spec.Cluster.Failover != FailoverRegion || c.spec.Cluster.Reactive || c.rescaling != nil ||
-		c.region != nil || c.waiting || c.status != JobRunning {
+		c.waiting || (c.status != JobRunning && !c.regionRestarting()) {
 		return nil
 	}
 	in := map[*subtask]bool{}
@@ -147,7 +173,9 @@ func (c *core) regionsOf(failed []*subtask) []*subtask {
 		if !in[t] {
 			continue
 		}
-		if !isFailed[t] && (t.tm == nil || !t.tm.alive || t.dead.Load()) {
+		// A subtask already cancelled for a pending region restart is
+		// restarted again by this failure's handling, wherever it ran.
+		if !isFailed[t] && !c.pendingRestart(t.name) && (t.tm == nil || !t.tm.alive || t.dead.Load()) {
 			return nil
 		}
 		region = append(region, t)
@@ -177,11 +205,19 @@ func (c *core) regionFailover(failed *subtask, region []*subtask, delay time.Dur
 		c.abortCheckpoint(p, JobFailoverRegion, "a region fails over: "+reason)
 	}
 	names := make([]string, len(region))
+	var stop []*subtask
 	for i, t := range region {
 		names[i] = t.name
+		// Subtasks cancelled by an earlier failure's handling are stopped
+		// already (restarting them again is fine, as in Flink).
+		if !c.pendingRestart(t.name) {
+			stop = append(stop, t)
+		}
+	}
+	for _, t := range stop {
 		c.drv.stopTask(t)
 	}
-	for _, t := range region {
+	for _, t := range stop {
 		switch t.getStatus() {
 		case TaskFailed, TaskCanceled, TaskFinished:
 		default:
@@ -216,14 +252,36 @@ func (c *core) regionFailover(failed *subtask, region []*subtask, delay time.Dur
 	// A lost TaskManager's disk goes once its subtasks no longer run.
 	c.wipeLostDisks()
 	c.regionEpoch++
-	c.region = &regionPending{tasks: names, epoch: c.regionEpoch}
-	c.rs.lastDelay, c.rs.restartAt = delay, c.clock()+delay
+	// ExecutionVertexVersioner.recordVertexModifications: a restart of
+	// these subtasks by an earlier handling now leaves them to this one.
+	if c.versions == nil {
+		c.versions = map[string]int{}
+	}
+	versions := make(map[string]int, len(names))
+	for _, n := range names {
+		c.versions[n]++
+		versions[n] = c.versions[n]
+	}
+	c.regions = append(c.regions, &regionPending{tasks: names, epoch: c.regionEpoch, versions: versions})
+	// The job is RESTARTING until the last waiting region restarts.
+	at := c.clock() + delay
+	if c.status == JobRestarting {
+		at = max(at, c.rs.restartAt)
+	}
+	c.rs.lastDelay, c.rs.restartAt = delay, at
 	of := ""
 	if m := c.restart.maxAttempts(); m > 0 {
 		of = fmt.Sprintf(" of %d", m)
 	}
-	c.setJobStatus(JobRestarting, fmt.Sprintf("job %s restarts %s (%s) in %v (%s, restart %d%s); the other subtasks keep running: %s",
-		c.spec.Name, what, strings.Join(names, ", "), delay, c.restart.Strategy, c.failures, of, reason))
+	msg := fmt.Sprintf("job %s restarts %s (%s) in %v (%s, restart %d%s); the other subtasks keep running: %s",
+		c.spec.Name, what, strings.Join(names, ", "), delay, c.restart.Strategy, c.failures, of, reason)
+	if c.status == JobRestarting {
+		// Another region already waits: the job stays RESTARTING (no
+		// status change to report), and this failure is handled on its
+		// own, as Flink's DefaultScheduler handles each task failure.
+		c.logger.Info(msg)
+	}
+	c.setJobStatus(JobRestarting, msg)
 	c.counters.Restarts++
 	c.drv.after(delay, timer{kind: timerRegionRestart, attempt: c.attempt, id: int64(c.regionEpoch)})
 }
@@ -231,15 +289,25 @@ func (c *core) regionFailover(failed *subtask, region []*subtask, delay time.Dur
 // restartRegion deploys new attempts of the pending region's subtasks,
 // restored from the latest completed checkpoint.
 func (c *core) restartRegion(epoch int) {
-	r := c.region
-	if r == nil || r.epoch != epoch || c.ex == nil || c.terminal {
+	k := slices.IndexFunc(c.regions, func(r *regionPending) bool { return r.epoch == epoch })
+	if k < 0 || c.ex == nil || c.terminal {
 		return
 	}
-	c.region = nil
+	r := c.regions[k]
+	c.regions = slices.Delete(c.regions, k, k+1)
 	ex := c.ex
-	c.setJobStatus(JobRunning, "")
+	// RESTARTING -> RUNNING once no region waits any more
+	// (DefaultScheduler.removeVerticesFromRestartPending).
+	if len(c.regions) == 0 {
+		c.setJobStatus(JobRunning, "")
+	}
 	var fresh []*subtask
 	for _, name := range r.tasks {
+		// A later failure's handling restarts it (getUnmodifiedExecutionVertices).
+		if c.versions[name] != r.versions[name] {
+			continue
+		}
+		c.versions[name]++ // deployed: allocateSlotsAndDeploy records a modification too
 		old := ex.byName[name]
 		nt := newSubtask(c, ex, old.op, old.index)
 		nt.tm, nt.slot = old.tm, old.slot
@@ -266,6 +334,9 @@ func (c *core) restartRegion(epoch int) {
 		ex.tasks[slices.Index(ex.tasks, old)] = nt
 		ex.byName[name] = nt
 		fresh = append(fresh, nt)
+	}
+	if len(fresh) == 0 {
+		return
 	}
 	meta, err := c.chooseCheckpoint()
 	var specs map[*subtask]*restoreSpec
@@ -316,7 +387,7 @@ type slotRef struct {
 // are gone) for slot.request.timeout, as a whole job does.
 func (c *core) placeScheduled() {
 	ex := c.ex
-	if ex == nil || c.terminal || c.status != JobRunning {
+	if ex == nil || c.terminal || (c.status != JobRunning && !c.regionRestarting()) {
 		return
 	}
 	var sched []*subtask

@@ -40,6 +40,10 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 		j.RestartsLeft = -1 // unlimited, or limited by a rate
 	}
 	j.Failover = c.spec.Cluster.Failover
+	j.Scheduler = "default"
+	if c.spec.Cluster.Reactive {
+		j.Scheduler = "reactive"
+	}
 	if c.waiting {
 		j.SlotRequestDeadline = c.slotDeadline
 	}

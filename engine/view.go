@@ -57,6 +57,10 @@ type JobView struct {
 	Restart RestartView `json:"restart"`
 	// Failover is jobmanager.execution.failover-strategy: region or full.
 	Failover string `json:"failover"`
+	// Scheduler is default (DefaultScheduler: Failover applies) or reactive
+	// (the AdaptiveScheduler's reactive mode, which restarts the whole job
+	// on any failure whatever Failover says).
+	Scheduler string `json:"scheduler"`
 	// TolerableFailedCheckpoints and FailedCheckpointsInARow are the
 	// CheckpointFailureManager's threshold and count.
 	TolerableFailedCheckpoints int `json:"tolerableFailedCheckpoints"`

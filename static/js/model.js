@@ -87,26 +87,56 @@ export class Model {
           break;
         case 'checkpoint-acknowledged': {
           const cp = this.cpById.get(e.checkpoint);
-          if (cp && cp.status === 'IN_PROGRESS') cp.acknowledged = Math.min(cp.total, (cp.acknowledged || 0) + 1);
+          // The ack's trigger time names the checkpoint (ids repeat after a restore).
+          const same = !e.ack || cp?.triggerTime === e.ack.ackTime - e.ack.endToEnd;
+          if (cp && same && cp.status === 'IN_PROGRESS') cp.acknowledged = Math.min(cp.total, (cp.acknowledged || 0) + 1);
           break;
         }
         case 'restore':
           if (this.expectRestore && e.restore) this.addRestore(e);
+          break;
+        case 'restore-requested':
+          // A job started again from checkpoint N numbers its checkpoints
+          // from N + 1: the old job's later ones leave the history, as the
+          // engine's does.
+          this.dropOldJob(e.checkpoint + 1, e.at);
           break;
       }
     }
     this.emit({ type: 'events', events: evs });
   }
 
+  // upsertCheckpoint applies a checkpoint's statistics. An id alone does not
+  // name a checkpoint: a job started again from checkpoint N (the restore
+  // command, an upgrade) numbers its checkpoints from N + 1, as Flink's
+  // CheckpointCoordinator.restoreSavepoint does, so the old job's N + 1 and
+  // the new job's share an id. A checkpoint is its id and its trigger time:
+  // the same id triggered later is the new job's, which replaces the old
+  // job's entries from that id on; one triggered earlier is the old job's,
+  // already replaced (an event that arrived late).
   upsertCheckpoint(stats) {
     const h = this.snap.checkpoints.history;
     const cp = this.cpById.get(stats.id);
-    if (cp) Object.assign(cp, stats);
-    else {
-      const copy = { ...stats };
-      h.push(copy);
-      this.cpById.set(copy.id, copy);
+    if (cp && cp.triggerTime === stats.triggerTime) {
+      Object.assign(cp, stats);
+      return;
     }
+    if (cp && cp.triggerTime > stats.triggerTime) return;
+    this.dropOldJob(stats.id, stats.triggerTime);
+    const copy = { ...stats };
+    h.push(copy);
+    this.cpById.set(copy.id, copy);
+  }
+
+  // dropOldJob removes from the history the checkpoints with an id of at
+  // least id triggered before at: within one job ids grow with trigger
+  // time, so those are an earlier job's whose ids the current job reuses.
+  dropOldJob(id, at) {
+    const cv = this.snap.checkpoints;
+    const old = (c) => c.id >= id && c.triggerTime < at;
+    if (!cv.history.some(old)) return;
+    cv.history = cv.history.filter((c) => !old(c));
+    this.cpById = new Map(cv.history.map((c) => [c.id, c]));
   }
 
   addRestore(e) {

@@ -24,24 +24,43 @@ function isSavepoint(snap, n) {
   return !!snap.checkpoints?.history?.find((c) => c.id === n)?.savepoint;
 }
 
-// failoverText says what a failover restarts from: the latest completed
-// checkpoint, or nothing when none has completed; and the restart strategy.
-function failoverText(snap) {
+// failoverText says what a failover of failed (a subtask's name) restarts —
+// its pipelined region or every subtask — and from what: the latest
+// completed checkpoint, or nothing when none has completed; and the restart
+// strategy.
+function failoverText(snap, failed) {
   const r = snap.job.restart;
   const strategy = r?.strategy || 'fixed-delay';
   if (strategy === 'none') return t(r?.default ? 'explain.failover.noRestartDefault' : 'explain.failover.noRestart');
   const attempts = strategy === 'fixed-delay' || r?.maxAttempts ? t('explain.failover.left', { left: snap.job.restartsLeft }) : '';
-  const key = snap.checkpoints?.counts?.completed > 0 ? 'explain.failover' : 'explain.failover.none';
-  return t(key, { strategy, attempts });
+  const cp = snap.checkpoints?.counts?.completed > 0;
+  const region = failed && regions(snap) > 1 ? regionOf(snap, failed) : null;
+  if (region) return t(cp ? 'explain.failover.region' : 'explain.failover.regionNone', { task: failed, tasks: region.join(', '), strategy, attempts });
+  return t(cp ? 'explain.failover' : 'explain.failover.none', { strategy, attempts });
 }
+
+// reactive says whether the job runs under the adaptive scheduler's
+// reactive mode, which has no region failover: Flink's AdaptiveScheduler
+// restarts the whole job on any failure, whatever the failover strategy.
+function reactive(snap) { return snap.job.scheduler === 'reactive'; }
 
 // regions counts the job's pipelined regions as Flink's region failover
 // computes them: forward edges join subtask i of both ends, any other edge
-// joins everything (one region).
+// joins everything (one region). Reactive mode and failover full restart
+// the whole job: one region as far as a failure goes.
 function regions(snap) {
   const ops = snap.job.operators;
-  if (!ops.length || snap.job.failover === 'full' || snap.job.edges.some((e) => e.partitioner !== 'forward')) return 1;
+  if (!ops.length || reactive(snap) || snap.job.failover === 'full' || snap.job.edges.some((e) => e.partitioner !== 'forward')) return 1;
   return Math.max(...ops.map((o) => o.parallelism));
+}
+
+// regionOf lists the subtasks of failed's pipelined region in a job of
+// forward edges only (regions(snap) > 1): subtask i of every operator.
+function regionOf(snap, failed) {
+  const i = Number(failed.split('#').pop());
+  const out = [];
+  for (const op of snap.job.operators) if (i < op.parallelism) out.push(`${op.id}#${i}`);
+  return out.length ? out : null;
 }
 
 // failureText is a failed checkpoint's reason in the page's language.
@@ -153,8 +172,12 @@ export class ExplainView {
             ep.data.cause = e.taskManager;
             this.step(t('explain.tmLost.step', { tm: e.taskManager, tasks }), 'bad');
             if (snap.backend === 'pebble') this.step(t('explain.tmLost.disk'), 'bad');
-            // Region failover restarts only the lost subtasks' regions.
-            if (regions(snap) > 1) this.step(t('explain.tmLost.regions'));
+            // Region failover restarts only the lost subtasks' regions;
+            // reactive mode restarts the whole job.
+            if (regions(snap) > 1) {
+              this.step(t('explain.tmLost.regions'));
+              ep.data.region = [...new Set([...names].flatMap((n) => regionOf(snap, n) || []))];
+            } else if (reactive(snap)) this.step(t('explain.reactiveRestart'));
             // Where StateLab differs from Flink here, and why (docs/flink-fidelity.md).
             this.step(t('explain.simplified.heartbeat'), 'simplified');
           } else {
@@ -169,7 +192,9 @@ export class ExplainView {
           }
           if (!ep.data.failed) {
             ep.data.failed = true;
-            this.step(failoverText(snap), 'work');
+            if (regions(snap) > 1 && snap.job.restart?.strategy !== 'none') ep.data.region = regionOf(snap, e.task);
+            this.step(failoverText(snap, e.task), 'work');
+            if (reactive(snap) && snap.job.restart?.strategy !== 'none') this.step(t('explain.reactiveRestart'));
           }
           break;
         }
@@ -191,7 +216,9 @@ export class ExplainView {
             ep.data.restoredFrom = cp;
             if (cp) {
               const sp = ep.kind === 'rescale' || isSavepoint(snap, cp);
-              this.step(t(sp ? 'explain.restore.savepoint' : 'explain.restore.checkpoint', { n: cp }));
+              // A region failover restores the failed subtask's region only.
+              const key = sp ? 'explain.restore.savepoint' : ep.data.region ? 'explain.restore.region' : 'explain.restore.checkpoint';
+              this.step(t(key, { n: cp, tasks: ep.data.region?.join(', ') }));
             } else {
               this.step(t('explain.restore.empty'), 'bad');
             }
