@@ -142,6 +142,9 @@ type core struct {
 	regions     []*regionPending
 	versions    map[string]int
 	regionEpoch int
+	// prevSlots are the slots the previous execution's subtasks held, by
+	// subtask index, when a restart prefers them (local recovery, region.go).
+	prevSlots map[int]prevSlot
 	// fsys is Options.FS (nil: the real disk).
 	fsys       state.FileSystem
 	truthCache map[string]truth
@@ -342,6 +345,10 @@ func (c *core) deploy() {
 			r.target, r.to = c.par, c.par[r.operator]
 		}
 	}
+	c.prevSlots = nil
+	if c.spec.Checkpointing.LocalRecovery && c.status == JobRestarting && c.ex != nil {
+		c.prevSlots = previousSlots(c.ex)
+	}
 	c.attempt++
 	// A new execution: no region restart of the old one is pending.
 	c.regions = nil
@@ -374,7 +381,8 @@ func (c *core) deploy() {
 }
 
 // tryAllocate places the execution's subtasks in slots once enough are free:
-// subtask i of every operator goes to the i-th free slot (slot sharing).
+// subtask i of every operator goes to the same slot (slot sharing), the
+// i-th free one, or with local recovery the one it held before (assignSlots).
 func (c *core) tryAllocate() {
 	ex := c.ex
 	if ex == nil || c.terminal || (c.status != JobRunning && !c.regionRestarting()) {
@@ -390,15 +398,11 @@ func (c *core) tryAllocate() {
 		}
 	}
 	need := slotsNeeded(c.par)
-	type slot struct {
-		tm  *taskManager
-		idx int
-	}
-	var free []slot
+	var free []slotRef
 	for _, tm := range c.tms {
 		if tm.alive {
 			for i := range tm.slots {
-				free = append(free, slot{tm, i})
+				free = append(free, slotRef{tm, i})
 			}
 		}
 	}
@@ -416,8 +420,9 @@ func (c *core) tryAllocate() {
 		return
 	}
 	c.waiting = false
+	slots := c.assignSlots(free, need)
 	for _, t := range ex.tasks {
-		s := free[t.index]
+		s := slots[t.index]
 		t.tm, t.slot = s.tm, s.idx
 		t.verbose = c.verbose
 		t.setStatus(TaskDeploying)

@@ -497,3 +497,66 @@ func (c *core) regionSlots(sched []*subtask) (map[*subtask]slotRef, int) {
 	}
 	return out, missing
 }
+
+// prevSlot is a slot a subtask index held in the previous execution, on
+// the TaskManager incarnation whose disk was localDir.
+type prevSlot struct {
+	slotRef
+	localDir string
+}
+
+// previousSlots returns the slots ex's subtasks held, by subtask index.
+func previousSlots(ex *execution) map[int]prevSlot {
+	out := map[int]prevSlot{}
+	for _, t := range ex.tasks {
+		if t.tm == nil {
+			continue
+		}
+		if _, ok := out[t.index]; !ok {
+			out[t.index] = prevSlot{slotRef{t.tm, t.slot}, t.tm.localDir}
+		}
+	}
+	return out
+}
+
+// assignSlots gives each subtask index 0..need-1 a slot of free (enough of
+// them). With local recovery (state.backend.local-recovery) Flink's
+// scheduler prefers a subtask's previous slot
+// (PreviousAllocationSlotSelectionStrategy; the adaptive scheduler's
+// StateLocalitySlotAssigner likewise), so that its task-local state is on
+// the TaskManager it restores on: an index whose previous slot is still
+// offered by the same TaskManager incarnation keeps it, the others take
+// the first free slots left. Without local recovery (or without a previous
+// execution) index i takes the i-th free slot.
+func (c *core) assignSlots(free []slotRef, need int) []slotRef {
+	out := make([]slotRef, need)
+	taken := map[slotRef]bool{}
+	done := make([]bool, need)
+	if c.prevSlots != nil {
+		offered := map[slotRef]bool{}
+		for _, s := range free {
+			offered[s] = true
+		}
+		for i := range need {
+			p, ok := c.prevSlots[i]
+			if !ok || !offered[p.slotRef] || taken[p.slotRef] || p.tm.localDir != p.localDir {
+				continue
+			}
+			out[i], done[i] = p.slotRef, true
+			taken[p.slotRef] = true
+		}
+	}
+	next := 0
+	for i := range need {
+		if done[i] {
+			continue
+		}
+		for taken[free[next]] {
+			next++
+		}
+		out[i] = free[next]
+		taken[free[next]] = true
+		next++
+	}
+	return out
+}
