@@ -1,0 +1,139 @@
+package web
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// typeActed types a line into the toolbar's text box (a job with one
+// source: no choice of source) until the lesson counts it as the step's
+// action. The box empties when the engine has taken the line; on a busy
+// machine that and the lesson's count may take long, so a person waits a
+// minute before deciding the line was lost (typed while the page
+// reconnected), clears the box and types it again.
+func typeActed(text string) learnerAct {
+	return func(j *journey) {
+		n := eval[int](j.browserEnv, jsLessonState+`.lesson.step`)
+		acted := fmt.Sprintf(`(m => m.acted || m.completed.includes(%d))(%s.lesson)`, n, jsLessonState)
+		for try := 0; ; try++ {
+			typeLine(text)(j)
+			ok, _ := chromedp.Run(j.ctx, chromedp.Evaluate[bool](`new Promise(r => { const t0 = Date.now(); const f = () => {
+			  if (`+acted+`) r(true); else if (Date.now() - t0 > 60000) r(false); else setTimeout(f, 200); }; f(); })`, chromedp.EvalAwaitPromise))
+			if ok {
+				return
+			}
+			require.Less(j.t, try, 2, "the line %q never counted", text)
+			j.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('inject-text').value = ''`))
+		}
+	}
+}
+
+// jsInspectorRow reads the inspector's row of a key: its value cell's text
+// ("" when the inspector shows no such key).
+func jsInspectorRow(key string) string {
+	return fmt.Sprintf(`(() => { for (const tr of document.querySelectorAll('#inspector tr')) {
+	  const c = tr.querySelectorAll('td'); if (c.length > 1 && c[0].textContent.trim() === %q) return tr.textContent; } return ''; })()`, key)
+}
+
+// journeySpeed is $JOURNEY_SPEED (the toolbar's speed a journey presses up
+// to), def when unset.
+func journeySpeed(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("JOURNEY_SPEED")); err == nil {
+		return v
+	}
+	return def
+}
+
+// TestJourneyLesson18: a learner completes lesson 18 (state TTL) through
+// the toolbar's text box, the timeline, the Play button, the prediction
+// card and a subtask box, at 2× (one press of the faster button: at 1× the
+// two minutes of processing time it waits for took 1.5 minutes at a load
+// of 35). While be waits to expire the learner travels back to before the
+// line was typed (which pauses the run) and returns to the present: the
+// step must still tick once be has expired in the present (the lesson
+// follows the present, not the past a learner looks at), and the inspector
+// marks be expired. Then be is read again as a new word, survives a crash
+// with its last-access time and expires on time.
+func TestJourneyLesson18(t *testing.T) {
+	t.Parallel()
+	b := newBrowserFor(t, 10*time.Minute, nil)
+	j := newJourney(b, "lesson-18")
+	j.run(chromedp.EmulateViewport(1280, 800))
+	took := j.learnAt(learnerLesson{"18-state-ttl", "en", []learnerAct{
+		typeActed("be or not be"),
+		func(j *journey) {
+			if eval[bool](j.browserEnv, jsLessonState+`.lesson.completed.includes(2)`) {
+				t.Log("be expired before the learner travelled back: the travel no longer precedes the tick")
+			}
+			j.travelBack()
+			j.waitJS(lessonTickWait, "be marked expired in the inspector", `(r => r.includes('expired'))(`+jsInspectorRow("be")+`)`)
+			j.window("18-expired-in-inspector")
+		},
+		func(j *journey) {
+			j.answer("no")
+			typeActed("be")(j)
+		},
+		crashSubtask("count#0"),
+		nil,
+	}}, journeySpeed(2))
+	t.Logf("lesson 18: %s", took)
+	// The prediction: the learner said no, the engine agrees.
+	card := `.steps .step[data-step="3"] form.predict`
+	require.False(t, eval[bool](j.browserEnv, `document.querySelector('`+card+` .predict-right').hidden`), "the answer no is confirmed")
+}
+
+// travelBack moves the timeline to its first third — a person drags the
+// slider back — until the page shows the past, then presses Present and
+// Play: the run goes on from where it was.
+func (j *journey) travelBack() {
+	j.t.Helper()
+	j.waitJS(20*time.Second, "the timeline", `(r => !r.disabled && Number(r.max) > 30)(document.getElementById('tl-range'))`)
+	j.run(chromedp.Evaluate[chromedp.Void](`(r => { r.value = String(Math.floor(Number(r.max) / 3));
+	  r.dispatchEvent(new Event('input', {bubbles: true})); r.dispatchEvent(new Event('change', {bubbles: true})); })(document.getElementById('tl-range'))`))
+	j.waitJS(lessonTickWait, "the past shown", `document.getElementById('timeline').classList.contains('viewing') && `+jsSnap+`.paused`)
+	j.window("18-looking-at-the-past")
+	j.clickLive(`#tl-present`)
+	j.waitJS(lessonTickWait, "the present shown", `!document.getElementById('timeline').classList.contains('viewing')`)
+	j.clickUntil(`#btn-play`, "playing", `!`+jsSnap+`.paused`)
+}
+
+// TestJourneyLesson19: a learner completes lesson 19 (unaligned
+// checkpoints) at 1× through the steps' "Start the job" buttons, the
+// prediction card and a subtask box, never "do it for me".
+func TestJourneyLesson19(t *testing.T) {
+	t.Parallel()
+	b := newBrowserFor(t, 10*time.Minute, nil)
+	j := newJourney(b, "lesson-19")
+	j.run(chromedp.EmulateViewport(1280, 800))
+	took := j.learnAt(learnerLesson{"19-unaligned-checkpoints", "en", []learnerAct{
+		nil,
+		startJob,
+		func(j *journey) {
+			j.answer("no")
+			crashSubtask("count#0")(j)
+		},
+		startJob,
+	}}, journeySpeed(1))
+	t.Logf("lesson 19: %s", took)
+	card := `.steps .step[data-step="3"] form.predict`
+	require.False(t, eval[bool](j.browserEnv, `document.querySelector('`+card+` .predict-right').hidden`), "the answer no is confirmed")
+}
+
+// answer commits a prediction on the current step's card: a click on the
+// choice's label (the radio button is small, and a click beside it on its
+// label picks it as well), then on Commit my answer.
+func (j *journey) answer(value string) {
+	j.t.Helper()
+	card := `.step.current form.predict`
+	j.waitJS(20*time.Second, "the prediction card", `!!document.querySelector('`+card+`')`)
+	j.clickLive(fmt.Sprintf(`%s label:has(input[value=%q])`, card, value))
+	j.waitJS(20*time.Second, "the choice picked", fmt.Sprintf(`document.querySelector('%s input[value=%q]').checked`, card, value))
+	j.clickLive(card + ` .predict-commit`)
+	j.waitJS(20*time.Second, "the answer committed", `!document.querySelector('`+card+` .predict-committed').hidden`)
+}
