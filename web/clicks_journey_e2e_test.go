@@ -65,9 +65,17 @@ func typeUntilActed(source, text string) learnerAct {
 		for try := 0; ; try++ {
 			j.waitJS(20*time.Second, "the record box's choice of source", `(s => s && !s.hidden && !s.disabled && s.getBoundingClientRect().width > 0)(document.getElementById('inject-source'))`)
 			j.choose(`#inject-source`, source)
+			if try > 0 {
+				// The page clears the box only once a send succeeded: a
+				// send still waiting for its answer leaves the first line
+				// there, and typing on would append to it ("block
+				// flinkblock flink"). A person clears the box first.
+				j.t.Logf("typing %q into %s again (try %d): the first line never counted", text, source, try+1)
+				j.run(chromedp.SetValue(`#inject-text`, ""))
+			}
 			typeLine(text)(j)
 			ok, _ := chromedp.Run(j.ctx, chromedp.Evaluate[bool](`new Promise(r => { const t0 = Date.now(); const f = () => {
-			  if (`+acted+`) r(true); else if (Date.now() - t0 > 20000) r(false); else setTimeout(f, 200); }; f(); })`, chromedp.EvalAwaitPromise))
+			  if (`+acted+`) r(true); else if (Date.now() - t0 > 45000) r(false); else setTimeout(f, 200); }; f(); })`, chromedp.EvalAwaitPromise))
 			if ok {
 				j.window(fmt.Sprintf("typed-into-%s", source))
 				return
