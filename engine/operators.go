@@ -161,19 +161,22 @@ func (s *sourceLogic) pollable() bool {
 }
 
 // watermarkNow is the source subtask's watermark: the lowest of its
-// partitions' latest timestamps (Flink's per-partition watermarks). A
-// partition read to its end no longer holds it back; when all are, it is
-// MaxWatermark.
+// partitions' watermarks (Flink's per-partition watermarks). A partition's
+// is that of WatermarkStrategy.forMonotonousTimestamps, Flink's
+// BoundedOutOfOrdernessWatermarks with no delay: onPeriodicEmit emits the
+// highest timestamp read minus 1, as a later record may carry that
+// timestamp again, and Long.MIN_VALUE before any record. A partition read
+// to its end no longer holds it back; when all are, it is MaxWatermark.
 func (s *sourceLogic) watermarkNow() int64 {
 	wm := MaxWatermark
 	for _, pc := range s.parts {
 		if pc.offset >= s.topic.end(pc.partition) {
 			continue
 		}
-		if !pc.read {
+		if !pc.read || pc.lastTS == MinWatermark {
 			return MinWatermark
 		}
-		wm = min(wm, pc.lastTS)
+		wm = min(wm, pc.lastTS-1)
 	}
 	return wm
 }

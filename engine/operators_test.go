@@ -85,8 +85,8 @@ func TestClickWindowsExactlyN(t *testing.T) {
 	}
 }
 
-// Watermarks: a source's watermark is the lowest of its partitions'
-// timestamps; at the end of input it is +∞, which fires every window.
+// Watermarks: a source's watermark is the lowest of its partitions' highest
+// timestamps minus 1; at the end of input it is +∞, which fires every window.
 func TestWatermarksReachEnd(t *testing.T) {
 	s, log := newTestStepper(t, clickSpec(2, 5))
 	runToEnd(t, s)
