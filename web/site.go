@@ -23,8 +23,11 @@ import (
 // Layout: English at the site's root, Chinese under /zh/, each page as
 // PATH/index.html. Pages whose work needs a server (classrooms, attach,
 // performance runs) are replaced by a page that says so and links to the
-// page on a local statelab serve. The site must be served from the root of
-// its host (its pages and scripts use absolute paths).
+// page on a local statelab serve. The site may sit at its host's root or
+// under any path (a project site's /statelab/): its pages use addresses
+// relative to themselves, and its scripts find the site's root from their
+// own address (static/js/inpage.js); only 404.html, which a host sends for
+// any missing address, links from the host's root.
 
 // SitePage is one page of the static site.
 type SitePage struct {
@@ -42,36 +45,6 @@ var serverOnly = []struct {
 	{"/performance", "performance"},
 }
 
-// siteText is the server-only pages' text, per language. The URL on a
-// local server is the default of statelab serve --addr.
-var siteText = map[string]map[string]string{
-	"en": {
-		"how":           "Run StateLab on your machine (it needs Go), then open the page there:",
-		"open":          "Open it on a local StateLab server",
-		"classroom":     "Classrooms need a server",
-		"classroom.w":   "A classroom is one run that a whole class watches and forks; the static site runs the engine inside each visitor's page, so there is no run to share. Lessons and the sandbox work here.",
-		"attach":        "Attaching to Flink needs a server",
-		"attach.w":      "Attach reads a real Flink JobManager's REST API; a page on a static host cannot reach it (other origins, no server to ask on its behalf).",
-		"performance":   "Performance runs need a server",
-		"performance.w": "The Performance page measures StateLab on the machine it runs on, Pebble (the RocksDB stand-in) included, which the browser build does not have.",
-		"pebble":        "This lesson's steps that start a job on the pebble backend (EmbeddedRocksDBStateBackend) need a server: the browser build has no Pebble. Run StateLab on your machine (go run ./cmd/statelab serve) and open",
-		"pebble.option": "needs a server",
-	},
-	"zh": {
-		"how":           "在你的机器上运行 StateLab（需要 Go），然后在那里打开这个页面：",
-		"open":          "在本地 StateLab 服务器上打开",
-		"classroom":     "课堂需要服务器",
-		"classroom.w":   "课堂是全班一起观看并分叉的同一次运行；静态站点把引擎运行在每位访客自己的页面里，没有可以共享的运行。课程和沙盒在这里都能用。",
-		"attach":        "连接 Flink 需要服务器",
-		"attach.w":      "连接功能读取真实 Flink JobManager 的 REST API；静态站点上的页面无法访问它（跨源，也没有服务器代为请求）。",
-		"performance":   "性能测试需要服务器",
-		"performance.w": "性能页面在运行 StateLab 的机器上测量它，包括 Pebble（代替 RocksDB 的状态后端），而浏览器版本没有 Pebble。",
-		"pebble":        "本课中在 pebble 状态后端（EmbeddedRocksDBStateBackend）上启动作业的步骤需要服务器：浏览器版本没有 Pebble。请在你的机器上运行 StateLab（go run ./cmd/statelab serve）并打开",
-		"pebble.option": "需要服务器",
-		"notfound":      "本站点没有这个地址的页面。",
-	},
-}
-
 // SitePages renders every page of the static site, in every language.
 // localServer is the address of a local statelab serve the server-only
 // pages link to (e.g. http://127.0.0.1:8080).
@@ -83,6 +56,8 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 	h := srv.Handler()
 	var out []SitePage
 	for _, lang := range Languages {
+		// The site's own sentences are in static/i18n too ("site.…").
+		t := srv.i18n.T(lang.Code)
 		for _, p := range paths {
 			html, err := srv.renderForSite(ctx, h, p, lang.Code)
 			if err != nil {
@@ -95,31 +70,30 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 				// site (inpage.js): one page serves every template,
 				// session and share link. /replay?s=… is the same page.
 				html = bytes.Replace(html, []byte(`data-ws="`+u.RawQuery+`"`), []byte(`data-ws=""`), 1)
-				out = append(out, SitePage{Path: langPath(lang.Code, "/replay"), HTML: siteHTML(html, lang.Code)})
+				out = append(out, SitePage{Path: langPath(lang.Code, "/replay"), HTML: siteHTML(html, lang.Code, langPath(lang.Code, "/replay"))})
 			}
 			if slug, ok := strings.CutPrefix(path, "/lessons/"); ok && srv.lessonNeedsPebble(slug) {
-				html = withSiteNote(html, siteText[lang.Code]["pebble"], strings.TrimRight(localServer, "/")+path+"?lang="+lang.Code)
+				html = withSiteNote(html, t("site.pebble"), strings.TrimRight(localServer, "/")+path+"?lang="+lang.Code)
 			}
 			if path == "/sandbox" {
 				// The browser build has no Pebble: the chooser says so.
-				html = bytes.Replace(html, []byte(`<option value="pebble">`), []byte(`<option value="pebble" disabled>(`+siteText[lang.Code]["pebble.option"]+`) `), 1)
+				html = bytes.Replace(html, []byte(`<option value="pebble">`), []byte(`<option value="pebble" disabled>(`+template.HTMLEscapeString(t("site.pebble.option"))+`) `), 1)
 			}
-			out = append(out, SitePage{Path: langPath(lang.Code, path), HTML: siteHTML(html, lang.Code)})
+			out = append(out, SitePage{Path: langPath(lang.Code, path), HTML: siteHTML(html, lang.Code, langPath(lang.Code, path))})
 		}
-		t := srv.i18n.T(lang.Code)
-		txt := siteText[lang.Code]
 		for _, so := range serverOnly {
-			p := pages.Page{Lang: lang.Code, T: t, Title: txt[so.feature], Active: so.feature}
+			title := t("site." + so.feature + ".title")
+			p := pages.Page{Lang: lang.Code, T: t, Title: title, Active: so.feature}
 			for _, l := range Languages {
 				p.LangLinks = append(p.LangLinks, pages.LangLink{Code: l.Code, Name: l.Name, Href: so.path + "?lang=" + l.Code, Current: l.Code == lang.Code})
 			}
 			var buf bytes.Buffer
-			err := pages.ServerOnly(p, pages.ServerOnlyText{Feature: so.feature, Title: txt[so.feature], Why: txt[so.feature+".w"],
-				How: txt["how"], Open: txt["open"], ServerURL: strings.TrimRight(localServer, "/") + so.path + "?lang=" + lang.Code}).Render(ctx, &buf)
+			err := pages.ServerOnly(p, pages.ServerOnlyText{Feature: so.feature, Title: title, Why: t("site." + so.feature + ".why"),
+				How: t("site.how"), Open: t("site.open"), ServerURL: strings.TrimRight(localServer, "/") + so.path + "?lang=" + lang.Code}).Render(ctx, &buf)
 			if err != nil {
 				return nil, fmt.Errorf("render %s: %w", so.path, err)
 			}
-			out = append(out, SitePage{Path: langPath(lang.Code, so.path), HTML: siteHTML(buf.Bytes(), lang.Code)})
+			out = append(out, SitePage{Path: langPath(lang.Code, so.path), HTML: siteHTML(buf.Bytes(), lang.Code, langPath(lang.Code, so.path))})
 		}
 		// 404.html: what most static hosts send for a missing page.
 		p := pages.Page{Lang: lang.Code, T: t, Title: t("notfound.title")}
@@ -127,10 +101,10 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 			p.LangLinks = append(p.LangLinks, pages.LangLink{Code: l.Code, Name: l.Name, Href: "/?lang=" + l.Code, Current: l.Code == lang.Code})
 		}
 		var buf bytes.Buffer
-		if err := pages.NotFound(p, txt["notfound"]).Render(ctx, &buf); err != nil {
+		if err := pages.NotFound(p, t("site.notfound")).Render(ctx, &buf); err != nil {
 			return nil, fmt.Errorf("render 404.html: %w", err)
 		}
-		out = append(out, SitePage{Path: langPath(lang.Code, "/404.html"), HTML: siteHTML(buf.Bytes(), lang.Code)})
+		out = append(out, SitePage{Path: langPath(lang.Code, "/404.html"), HTML: siteHTML(buf.Bytes(), lang.Code, "")})
 	}
 	return out, nil
 }
@@ -185,32 +159,112 @@ func langPath(lang, p string) string {
 	return "/" + lang + p
 }
 
-var hrefRE = regexp.MustCompile(`(?:href|action)="(/[^"]*)"`)
+var hrefRE = regexp.MustCompile(`(?:href|action|src)="(/[^"]*)"`)
 
 // siteHTML marks a page as the static site's and points its links (and
 // forms) at the site's pages: a link within the site stays in the page's language
 // (Chinese pages live under /zh/), and the language switch goes to the
 // other tree instead of setting ?lang=.
-func siteHTML(html []byte, lang string) []byte {
+//
+// page is the page's path on the site ("/zh/lessons/08-…", "/"): its links
+// and assets become relative to it, so the site works under any path
+// prefix (a project site's /statelab/), and static/js/inpage.js is loaded
+// first on every page (it maps the addresses the scripts build for a server
+// to the site's). The 404 page ("" here) is sent for any missing address,
+// where a relative link would be relative to that address: it keeps
+// addresses from the host's root.
+func siteHTML(html []byte, lang, page string) []byte {
 	html = bytes.Replace(html, []byte("<html "), []byte(`<html data-site="static" `), 1)
+	root := "/"
+	if page != "" {
+		dir := page
+		if !strings.HasSuffix(dir, "/") {
+			dir += "/"
+		}
+		root = strings.Repeat("../", strings.Count(dir, "/")-1)
+		if root == "" {
+			root = "./"
+		}
+		html = bytes.Replace(html, []byte(`<link rel="stylesheet"`), []byte(`<script type="module" src="/static/js/inpage.js"></script><link rel="stylesheet"`), 1)
+		html = withSiteBase(html)
+	}
 	return hrefRE.ReplaceAllFunc(html, func(m []byte) []byte {
 		attr, href, _ := strings.Cut(string(m[:len(m)-1]), `="`)
-		if strings.HasPrefix(href, "/static/") || strings.HasPrefix(href, "/wasm/") || strings.HasPrefix(href, "/api/") || strings.HasPrefix(href, "//") {
+		if strings.HasPrefix(href, "//") {
 			return m
+		}
+		if strings.HasPrefix(href, "/static/") || strings.HasPrefix(href, "/wasm/") || strings.HasPrefix(href, "/api/") {
+			return []byte(attr + `="` + root + href[1:] + `"`)
 		}
 		to := lang
 		p, q, _ := strings.Cut(href, "?")
+		p, frag, _ := strings.Cut(p, "#")
 		if vals, err := url.ParseQuery(strings.ReplaceAll(q, "&amp;", "&")); err == nil && vals.Get("lang") != "" {
 			to = vals.Get("lang")
 			vals.Del("lang")
 			q = vals.Encode()
 		}
 		out := langPath(to, p)
+		if page != "" {
+			// A page of the site is its directory's index.html.
+			if !strings.HasSuffix(out, "/") && !strings.HasSuffix(out, ".html") {
+				out += "/"
+			}
+			out = root + out[1:]
+		}
 		if q != "" {
 			out += "?" + q
 		}
+		if frag != "" {
+			out += "#" + frag
+		}
 		return []byte(attr + `="` + out + `"`)
 	})
+}
+
+// siteBaseScript, the first script of every page of the site but 404.html,
+// fixes the page's base URL to the directory the page's index.html is in,
+// found from the address it was opened at: /statelab/sandbox/live/,
+// whether the host served it at …/live/, …/live/index.html or …/live.
+// The page's relative addresses (../../static/…) are relative to that
+// directory, and the browser resolves them against the base URL instead of
+// the address bar:
+//   - a host may serve PATH/index.html at PATH without redirecting to
+//     PATH/ (http.FileServer and GitHub Pages redirect; others do not),
+//     where ../static/… would climb one directory too far;
+//   - the page's address changes without a new page: going to a fork's live
+//     view from /replay/ stays in the page (inpage.js, the Navigation API),
+//     and an address's relative links would then be resolved against
+//     /sandbox/live/: chromium asked for the favicon ../static/img/logo.svg
+//     as /sandbox/static/img/logo.svg, a 404 in CI's TestSiteJourney, and
+//     the header's links would have gone wrong too. A <base> element's URL
+//     is fixed when it is inserted, not when the address changes.
+//
+// A base element is used instead of a redirect to PATH/ because the second
+// case has no new page to redirect. Only the page's own scripts know the
+// address it was opened at, hence an inline script; it runs before the
+// parser reaches the stylesheet, but chromium's preload scanner may fetch
+// the head's assets from the address bar's directory first: on a host that
+// serves PATH without redirecting, under a path prefix, those few early
+// requests miss (outside the site), and the page loads them again from the
+// base URL. Fragment-only links (the skip link, #main) would resolve
+// against the base URL too; inpage.js keeps them on the page.
+const siteBaseScript = `<script>(function(){var p=location.pathname;if(p.slice(-1)!=='/')p=/\.html$/.test(p)?p.replace(/[^\/]*$/,''):p+'/';var b=document.createElement('base');b.href=p;document.head.prepend(b)})()</script>`
+
+// withSiteBase puts siteBaseScript first in the page's head, after its
+// charset.
+func withSiteBase(html []byte) []byte {
+	at := bytes.Index(html, []byte("<head>"))
+	if at < 0 {
+		return html
+	}
+	at += len("<head>")
+	if m := bytes.Index(html[at:], []byte("<meta charset=")); m >= 0 {
+		if end := bytes.IndexByte(html[at+m:], '>'); end >= 0 {
+			at += m + end + 1
+		}
+	}
+	return append(append(append([]byte{}, html[:at]...), siteBaseScript...), html[at:]...)
 }
 
 // lessonNeedsPebble reports whether one of the lesson's jobs runs on the

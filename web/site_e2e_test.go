@@ -3,12 +3,15 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,16 +48,60 @@ func newSiteBrowser(t *testing.T) (*browserEnv, SiteReport) {
 	if testing.Short() {
 		t.Skip("the site test builds the WebAssembly module; not with -short")
 	}
+	// The module's build (minutes on a busy machine) comes before the
+	// browser's tab, whose lifetime bounds the journey alone: at load 40-45
+	// two runs hit the tab's 15 minutes in lesson 08 with the build inside
+	// them.
+	skipWithoutChromium(t)
+	dir, rep := writeTestSite(t)
 	b := newBrowserFor(t, 15*time.Minute, nil) // skips without chromium (fails under E2E=1)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	rep, err := WriteSite(ctx, SiteOptions{Dir: dir, LocalServer: "http://127.0.0.1:8080"})
-	require.NoError(t, err, "statelab site")
 	fs := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(fs.Close)
 	b.url = fs.URL
 	return b, rep
+}
+
+// skipWithoutChromium skips a site test before it builds the module when
+// newBrowserFor would skip it (no chromium, and not E2E=1).
+func skipWithoutChromium(t *testing.T) {
+	t.Helper()
+	if chromiumPath() == "" && os.Getenv("E2E") != "1" {
+		t.Skip("no chromium (E2E=1 makes that a failure)")
+	}
+}
+
+// siteModule is the WebAssembly module (and its loader) the first site
+// test built, for the next: building it takes minutes on a busy machine.
+var siteModule struct {
+	sync.Mutex
+	wasm, exec []byte
+}
+
+// writeTestSite writes the static site into a temporary directory, as
+// statelab site does; the module is built once per test binary.
+func writeTestSite(t *testing.T) (string, SiteReport) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	siteModule.Lock()
+	defer siteModule.Unlock()
+	o := SiteOptions{Dir: dir, LocalServer: "http://127.0.0.1:8080"}
+	if siteModule.wasm != nil {
+		built := t.TempDir()
+		o.Wasm, o.WasmExec = filepath.Join(built, SiteWasmFile), filepath.Join(built, SiteExecFile)
+		require.NoError(t, os.WriteFile(o.Wasm, siteModule.wasm, 0o644))
+		require.NoError(t, os.WriteFile(o.WasmExec, siteModule.exec, 0o644))
+	}
+	rep, err := WriteSite(ctx, o)
+	require.NoError(t, err, "statelab site")
+	if siteModule.wasm == nil {
+		var err1, err2 error
+		siteModule.wasm, err1 = os.ReadFile(filepath.Join(dir, SiteWasmDir, SiteWasmFile))
+		siteModule.exec, err2 = os.ReadFile(filepath.Join(dir, SiteWasmDir, SiteExecFile))
+		require.NoError(t, errors.Join(err1, err2))
+	}
+	return dir, rep
 }
 
 func TestSiteJourney(t *testing.T) {
@@ -188,4 +235,109 @@ func (j *journey) learnOnSite(l learnerLesson) {
 	j.waitJS(20*time.Second, "the finished lesson", `(s => s && s.lesson && s.lesson.finished)(`+jsLessonState+`)`)
 	assert.Equal(j.t, steps, eval[int](j.browserEnv, `document.querySelectorAll('.steps .step.done').length`), "%s: every step drawn done", l.slug)
 	j.window(l.slug[:2] + "-" + l.lang + "-finished")
+}
+
+// prefixHost serves a written site under prefix the way a static host
+// that does not redirect PATH to PATH/ does: a directory's index.html at
+// the directory's address with or without its trailing slash. It counts
+// the requests outside the prefix (none is the site's) and answers them
+// 404.
+type prefixHost struct {
+	prefix  string
+	files   http.Handler
+	dir     string
+	mu      sync.Mutex
+	outside []string
+}
+
+func (h *prefixHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, h.prefix)
+	if !ok {
+		h.mu.Lock()
+		h.outside = append(h.outside, r.URL.Path)
+		h.mu.Unlock()
+		http.NotFound(w, r)
+		return
+	}
+	if st, err := os.Stat(filepath.Join(h.dir, filepath.FromSlash(rest))); err == nil && st.IsDir() && rest != "" && !strings.HasSuffix(rest, "/") {
+		http.ServeFile(w, r, filepath.Join(h.dir, filepath.FromSlash(rest), "index.html"))
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = "/" + strings.TrimPrefix(rest, "/")
+	h.files.ServeHTTP(w, r2)
+}
+
+// TestSitePathPrefix: the site published under a path (a GitHub Pages
+// project site, /statelab/) on a host that serves a page at its address
+// without the trailing slash. The pages are opened without it; the
+// sandbox's chooser starts a run that reaches its first snapshot, a share
+// link replays and a fork plays on in the page, and no address of the site
+// answers 404 (the journey's listener fails the test on any).
+func TestSitePathPrefix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the site test builds the WebAssembly module; not with -short")
+	}
+	skipWithoutChromium(t)
+	dir, _ := writeTestSite(t)
+	b := newBrowserFor(t, 10*time.Minute, nil) // skips without chromium (fails under E2E=1)
+	const prefix = "/statelab"
+	host := &prefixHost{prefix: prefix, files: http.FileServer(http.Dir(dir)), dir: dir}
+	fs := httptest.NewServer(host)
+	t.Cleanup(fs.Close)
+	b.url = fs.URL + prefix // the journey's listener: any 404 under the prefix is a problem
+	j := newJourney(b, "site-prefix")
+
+	// The sandbox's chooser at /statelab/sandbox: styled, its logo drawn,
+	// its links under the prefix.
+	j.visit("/sandbox")
+	assert.Equal(t, fs.URL+prefix+"/sandbox/", eval[string](j.browserEnv, `document.baseURI`))
+	j.waitJS(30*time.Second, "the stylesheet and the logo", `getComputedStyle(document.querySelector('a.skip')).position === 'absolute' && document.querySelector('a.brand img').naturalWidth > 0`)
+	assert.Equal(t, fs.URL+prefix+"/", eval[string](j.browserEnv, `document.querySelector('a.brand').href`))
+	assert.Equal(t, fs.URL+prefix+"/lessons/", eval[string](j.browserEnv, `document.querySelector('header.site nav a[href*="lessons"]').href`))
+	j.clickLive(`#sandbox-form button[type=submit]`)
+	j.waitJS(90*time.Second, "the sandbox's first snapshot", `location.pathname === '`+prefix+`/sandbox/live/' && document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`)
+	assert.True(t, eval[bool](j.browserEnv, `document.querySelector('a.brand img').naturalWidth > 0`), "the logo on the live page")
+	j.shot("sandbox-live")
+	// The skip link, from the keyboard, goes to #main of this page: the
+	// query that names its run stays (the base URL is the directory).
+	search := eval[string](j.browserEnv, `location.search`)
+	j.waitJS(10*time.Second, "focus on the skip link", `(() => { const el = document.querySelector('a.skip'); el?.focus(); return el !== null && document.activeElement === el; })()`)
+	j.run(chromedp.KeyEvent("\r"))
+	j.waitJS(20*time.Second, "the skip link's #main", `location.hash === '#main'`)
+	assert.Equal(t, search, eval[string](j.browserEnv, `location.search`), "the skip link keeps the page's run")
+	assert.True(t, eval[bool](j.browserEnv, `document.getElementById('workspace')?.dataset.ready === 'true'`), "the same page")
+
+	// A share link of this run, opened as /statelab/replay?s=… (no slash),
+	// replays it; its fork opens in the page, under /statelab/sandbox/live/,
+	// and plays (the page's address changes without a new page: its
+	// relative addresses must still be the site's).
+	share, err := chromedp.Run(j.ctx, chromedp.Evaluate[ShareAnswer](`fetch('/api/sessions/' + encodeURIComponent(window.statelab.model.snap.session) + '/share').then(r => r.json())`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(share.URL, fs.URL+prefix+"/replay?s="), "the share link names the site under its prefix: %s", share.URL)
+	j.visit(strings.TrimPrefix(share.URL, fs.URL+prefix))
+	j.waitJS(90*time.Second, "the shared run replayed", `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`)
+	parent := eval[string](j.browserEnv, jsSnap+`.session`)
+	j.clickLive(`#tl-fork`)
+	j.waitJS(90*time.Second, "the fork's live view, playing",
+		fmt.Sprintf(`location.pathname === '%s/sandbox/live/' && %s.session !== %q && new URLSearchParams(location.search).get('session') === %s.session && !%s.paused`, prefix, jsSnap, parent, jsSnap, jsSnap))
+	assert.Equal(t, fs.URL+prefix+"/lessons/", eval[string](j.browserEnv, `document.querySelector('header.site nav a[href*="lessons"]').href`), "the fork's page links to the site's lessons")
+	j.shot("forked")
+
+	// A Chinese lesson at /statelab/zh/lessons/08-key-groups: its run starts.
+	j.visit("/zh/lessons/08-key-groups")
+	j.waitJS(90*time.Second, "the lesson's status", `(s => s && s.lesson && s.lesson.step >= 1)(`+jsLessonState+`)`)
+	assert.Equal(t, fs.URL+prefix+"/zh/lessons/", eval[string](j.browserEnv, `document.querySelector('header.site nav a[href*="lessons"]').href`))
+
+	// What a page asked outside the prefix: only chromium's preload scanner
+	// asks for the head's assets from the address's own directory before
+	// the page's first script has set its base (web/site.go's
+	// siteBaseScript), one directory too far up on such a host.
+	host.mu.Lock()
+	outside := slices.Clone(host.outside)
+	host.mu.Unlock()
+	t.Logf("requests outside %s (the preload scanner's, before the base URL): %d %v", prefix, len(outside), outside)
+	for _, p := range outside {
+		assert.Regexp(t, `^/(static|zh/static)/(css|img|js)/`, p, "only the head's assets, early, from outside the site")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -42,13 +43,33 @@ func TestSitePages(t *testing.T) {
 	assert.False(t, srv.lessonNeedsPebble("08-key-groups"))
 	// Chinese pages link to Chinese pages; the language switch goes across.
 	zh := byPath["/zh/lessons"]
-	assert.Contains(t, zh, `href="/zh/sandbox"`)
-	assert.Contains(t, zh, `href="/lessons"`, "the switch to English")
+	// Links are relative to the page (../../ from /zh/lessons/), so the
+	// site works under any path prefix.
+	assert.Contains(t, zh, `href="../../zh/sandbox/"`)
+	assert.Contains(t, zh, `href="../../lessons/"`, "the switch to English")
 	assert.NotContains(t, zh, `lang=en"`)
-	assert.Contains(t, byPath["/lessons"], `href="/zh/lessons"`, "the switch to Chinese")
+	assert.Contains(t, byPath["/lessons"], `href="../zh/lessons/"`, "the switch to Chinese")
+	assert.Contains(t, byPath["/lessons"], `href="../static/css/app.css"`)
+	assert.Contains(t, byPath["/"], `src="./static/js/inpage.js"`, "the site's script, first on every page")
+	// The base URL is fixed before anything is fetched: the page's first
+	// script, ahead of the favicon and the stylesheet.
+	for path, html := range byPath {
+		base, icon := strings.Index(html, siteBaseScript), strings.Index(html, `rel="icon"`)
+		if path == "/404.html" || path == "/zh/404.html" {
+			assert.Negative(t, base, "%s is sent for any address: no base from it", path)
+			continue
+		}
+		assert.True(t, base >= 0 && base < icon && base < strings.Index(html, "<script type=\"module\""), "%s: the base script first in the head", path)
+	}
+	rootAbs := regexp.MustCompile(`(?:href|src|action)="/[^/"]`)
+	for path, html := range byPath {
+		if path != "/404.html" && path != "/zh/404.html" {
+			assert.Empty(t, rootAbs.FindAllString(html, 3), "%s: an address from the host's root", path)
+		}
+	}
 	// The live page takes its run from the address bar; /replay is the same page.
 	assert.Contains(t, byPath["/sandbox/live"], `data-ws=""`)
-	assert.Equal(t, byPath["/sandbox/live"], byPath["/replay"])
+	assert.Contains(t, byPath["/replay"], `data-ws=""`)
 	// What needs a server says so, in each language, and links to it.
 	for _, p := range []string{"/classroom", "/attach", "/performance", "/zh/classroom", "/zh/attach", "/zh/performance"} {
 		assert.Contains(t, byPath[p], `data-server-only=`, p)
@@ -56,7 +77,7 @@ func TestSitePages(t *testing.T) {
 	}
 	assert.Contains(t, byPath["/zh/classroom"], "课堂需要服务器")
 	assert.Contains(t, byPath["/sandbox"], `<option value="pebble" disabled>`)
-	assert.Contains(t, byPath["/zh/sandbox"], `action="/zh/sandbox/live"`, "the Chinese chooser starts a Chinese live page")
+	assert.Contains(t, byPath["/zh/sandbox"], `action="../../zh/sandbox/live/"`, "the Chinese chooser starts a Chinese live page")
 	assert.Contains(t, byPath["/404.html"], "<h1>")
 }
 

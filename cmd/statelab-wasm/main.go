@@ -46,6 +46,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/statelab/statelab/lessons"
 	"github.com/statelab/statelab/web"
 )
 
@@ -64,7 +65,7 @@ func main() {
 		return
 	}
 	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), Logger: logger,
-		MaxSessions: 8, Attach: web.AttachConfig{Off: true}})
+		MaxSessions: 8, Attach: web.AttachConfig{Off: true}, Lessons: course})
 	if err != nil {
 		fail(err)
 		return
@@ -72,7 +73,13 @@ func main() {
 	// Share links name the site's own address, so one opened elsewhere
 	// comes back to this site (a server's /replay?s=… takes it too).
 	if o := js.Global().Get("location").Get("origin"); o.Type() == js.TypeString && strings.HasPrefix(o.String(), "http") {
-		srv.SetPublicURL(o.String())
+		// Under a path prefix (a project site): the worker says where the
+		// site's root is (engine-worker.js's siteBase).
+		base := ""
+		if b := js.Global().Get("statelabSiteBase"); b.Type() == js.TypeString {
+			base = strings.TrimSuffix(b.String(), "/")
+		}
+		srv.SetPublicURL(o.String() + base)
 	}
 	ln := newPipeListener()
 	handler := srv.Handler()
@@ -98,6 +105,55 @@ func fail(err error) {
 	if f := js.Global().Get("statelabEngineFailed"); f.Type() == js.TypeFunction {
 		f.Invoke(err.Error())
 	}
+}
+
+// The lessons load on first need, not at start: parsing and checking the
+// course (lessons.Default) took most of the time to the sandbox's first
+// snapshot, and the sandbox needs none of it. The server holds course from
+// the start, empty; the first connection or request that names a lesson (or
+// a scenario, which may be a lesson's) loads it and waits, then fills
+// course in place. The site's pages are rendered at build time, so the
+// in-page server reads the catalogue only to open a lesson's run and to
+// share or replay one.
+var (
+	course      = &lessons.Catalog{Glossary: map[lessons.Lang]*lessons.Page{}}
+	courseOnce  sync.Once
+	courseReady = make(chan struct{})
+	courseErr   error
+)
+
+// needCourse loads the lessons if they are not yet, and waits for them.
+func needCourse(ctx context.Context) error {
+	courseOnce.Do(func() {
+		go func() {
+			c, err := lessons.Default()
+			if err == nil {
+				*course = *c
+			} else {
+				courseErr = fmt.Errorf("load the lessons: %w", err)
+			}
+			close(courseReady)
+		}()
+	})
+	select {
+	case <-courseReady:
+		return courseErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// queryNeedsCourse: a lesson's run, or a share link (its scenario may be a
+// lesson's).
+func queryNeedsCourse(query string) bool {
+	q, err := url.ParseQuery(query)
+	return err == nil && (q.Has("lesson") || q.Has("s"))
+}
+
+// requestNeedsCourse: a scenario file's import (it may be a lesson's) and
+// a replay.
+func requestNeedsCourse(method, path string) bool {
+	return method == http.MethodPost && (strings.HasPrefix(path, "/api/scenarios") || strings.HasPrefix(path, "/replay"))
 }
 
 // pipeListener hands the HTTP server the server ends of in-memory
@@ -162,6 +218,12 @@ func connect(ln *pipeListener, handler http.Handler, args []js.Value) any {
 		})
 	}
 	go func() {
+		if queryNeedsCourse(query) {
+			if err := needCourse(ctx); err != nil {
+				closed(websocket.CloseInternalServerErr, err.Error())
+				return
+			}
+		}
 		q, err := replayQuery(handler, query)
 		if err != nil {
 			closed(websocket.ClosePolicyViolation, err.Error())
@@ -304,6 +366,9 @@ func request(h http.Handler, args []js.Value) any {
 	go func() {
 		req, err := http.NewRequest(method, "http://localhost"+url, bytes.NewReader(body))
 		res := js.Global().Get("Object").New()
+		if err == nil && requestNeedsCourse(method, req.URL.Path) {
+			err = needCourse(context.Background())
+		}
 		if err != nil {
 			res.Set("status", http.StatusBadRequest)
 			res.Set("contentType", "text/plain; charset=utf-8")

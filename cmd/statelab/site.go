@@ -37,6 +37,6 @@ func runSite(ctx context.Context, args []string, io IO) int {
 	}
 	fmt.Fprintf(io.Out, "Wrote the static site to %s: %d pages, %d assets, %s (%.1f MB, %.1f MB gzip-compressed).\n",
 		dir, rep.Pages, rep.Assets, path.Join(web.SiteWasmDir, web.SiteWasmFile), float64(rep.WasmBytes)/1e6, float64(rep.WasmGzip)/1e6)
-	fmt.Fprintf(io.Out, "Publish the directory's contents at the root of any static host, or try it locally with a static file server rooted at %s.\n", dir)
+	fmt.Fprintf(io.Out, "Publish the directory's contents on any static host, at its root or under a path (e.g. a GitHub Pages project site), or try it locally with a static file server rooted at %s.\n", dir)
 	return exitOK
 }

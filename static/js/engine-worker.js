@@ -15,9 +15,13 @@
 'use strict';
 
 const params = new URL(self.location.href).searchParams;
-const wasmRoot = params.get('wasm') || '/wasm/';
+// The site's root on its host (this script is static/js/ under it): the
+// site works under any path prefix (inpage.js's siteBase).
+const siteBase = new URL('../../', self.location.href).pathname;
+const wasmRoot = params.get('wasm') || `${siteBase}wasm/`;
+self.statelabSiteBase = siteBase; // share links name the site's own address (cmd/statelab-wasm)
 
-importScripts('/static/js/memfs.js');
+importScripts(`${siteBase}static/js/memfs.js`);
 self.fs = self.StatelabMemFS();
 importScripts(`${wasmRoot}wasm_exec.js`);
 

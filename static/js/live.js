@@ -5,6 +5,7 @@ import { $, h } from './dom.js';
 import { clock, dur } from './format.js';
 import { loadCatalog, t, getLang } from './i18n.js';
 import { Connection } from './conn.js';
+import { sitePath } from './inpage.js';
 import { Model } from './model.js';
 import { Controls } from './controls.js';
 import { GraphView } from './views/graph.js';
@@ -97,7 +98,7 @@ async function main() {
   const controls = new Controls(model, send, actions, toast);
   new UpgradeDialog(model, send, toast); // eslint-disable-line no-new
   const timeline = new Timeline(ws, model, send, toast, (session, step) => {
-    location.href = `/sandbox/live?session=${encodeURIComponent(session)}&forked=${encodeURIComponent(step ?? '')}`;
+    location.href = sitePath(`/sandbox/live?session=${encodeURIComponent(session)}&forked=${encodeURIComponent(step ?? '')}`);
   });
   explain.timeline = timeline;
   // A fork plays on from where it was copied, and its story says what it is
