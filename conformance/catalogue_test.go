@@ -190,6 +190,30 @@ func catalogue() []*scenario {
 			check: checkRestartsAll,
 		},
 		{
+			name: "fixed-delay-exhausted",
+			claim: "With fixed-delay, attempts 2 (FixedDelayRestartBackoffTimeStrategy), the same subtask failing three times is " +
+				"restarted twice and its third failure fails the job: RUNNING -> RESTARTING -> RUNNING " +
+				"-> RESTARTING -> RUNNING -> FAILING -> FAILED; with a hash edge the whole job is one region, so every subtask is " +
+				"restarted exactly twice",
+			spec:       wordCount(2, "at-least-once", nil, map[string]any{"strategy": "fixed-delay", "attempts": 2, "delay": "100ms"}),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(36, 60, 3)}},
+			phases: []phase{{
+				flinkFaults: []flinkFault{
+					{Kind: "throw", Task: "tokenizer#0", AfterRecords: 5},
+					{Kind: "throw", Task: "tokenizer#0", AfterRecords: 10},
+					{Kind: "throw", Task: "tokenizer#0", AfterRecords: 15},
+				},
+				statelabFaults: []slFault{
+					{cmd: engine.CmdCrashSubtask, task: "tokenizer#0", afterRecords: 5},
+					{cmd: engine.CmdCrashSubtask, task: "tokenizer#0", afterRecords: 10},
+					{cmd: engine.CmdCrashSubtask, task: "tokenizer#0", afterRecords: 15},
+				},
+			}},
+			slots: 4,
+			check: checkFixedDelayExhausted,
+		},
+		{
 			name:       "region-failover-forward",
 			claim:      "On an all-forward job a failed subtask restarts only its pipelined region (subtask i of every operator); the job still goes RUNNING -> RESTARTING -> RUNNING while the region waits (DefaultScheduler.addVerticesToRestartPending)",
 			spec:       forwardJob(),
@@ -1326,6 +1350,27 @@ func checkRestartsAll(j *judge, sl *slResult, fl *trace) {
 		j.equal("subtasks restarted", sl.phases[0].restarted, sorted(p.RestartedSubtasks))
 	}
 	checkExactOutput(j, sl, fl, wordCountOutput(catalogueLines("crash-default-restart")...))
+}
+
+// checkFixedDelayExhausted: three failures of one subtask under fixed-delay
+// with 2 attempts. Flink's execution attempt number of every subtask is its
+// restarts (0 for the first deployment); StateLab's deploys after the first
+// fault count the same.
+func checkFixedDelayExhausted(j *judge, sl *slResult, fl *trace) {
+	p := fl.Phases[0]
+	j.true("Flink's job FAILED", p.FinalStatus == "FAILED", p.FinalStatus)
+	j.true("Flink went RESTARTING -> RUNNING twice, then FAILING -> FAILED",
+		strings.Join(flinkPath(&p), ",") == "RESTARTING,RUNNING,RESTARTING,RUNNING,FAILING,FAILED", flinkPath(&p))
+	for task, a := range p.Attempts {
+		j.true("Flink restarted "+task+" twice", a == 2, a)
+	}
+	if sl == nil {
+		return
+	}
+	j.equal("final job status", sl.phases[0].finalStatus, p.FinalStatus)
+	j.equal("job statuses after the first failure", jobPath(sl.phases[0].statusesAfterFault), flinkPath(&p))
+	j.equal("subtasks restarted", sl.phases[0].restarted, sorted(p.RestartedSubtasks))
+	j.equal("restarts per subtask", sl.phases[0].deploys, p.Attempts)
 }
 
 func sorted(s []string) []string {

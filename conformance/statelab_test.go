@@ -35,8 +35,11 @@ type slPhase struct {
 	// why the job left RUNNING after the fault (its job-status events' messages)
 	statusMessages []string
 	restarted      []string
-	finalStatus    string
-	checkpoints    engine.CheckpointCounts
+	// deploys: how many times each subtask was deployed after the first
+	// fault (its restarts, as Flink's execution attempt number counts them)
+	deploys     map[string]int
+	finalStatus string
+	checkpoints engine.CheckpointCounts
 	// failedCheckpoints: the phase's failed checkpoints, oldest first
 	failedCheckpoints []failedCheckpoint
 	// refused is the error of a rescale or upgrade StateLab refused
@@ -217,7 +220,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			}
 		}
 		faultMark := len(events)
-		for _, f := range ph.statelabFaults {
+		for k, f := range ph.statelabFaults {
 			if f.cmd == stallSnapshot {
 				if _, err := s.RunUntil(func(*engine.Snapshot) bool { return stalledAt >= 0 }, stepsPerPhase); err != nil {
 					return res, fmt.Errorf("phase %d: waiting for %s's snapshot of checkpoint %d: %w", i, f.task, f.checkpoint, err)
@@ -225,10 +228,19 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				faultMark = stalledAt
 				continue
 			}
-			if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return recordsIn(sn, f.task) >= f.afterRecords }, stepsPerPhase); err != nil {
+			// A crash waits for its subtask to run again (after an earlier
+			// fault's restart), as Flink's throw fires in a running subtask.
+			due := func(sn *engine.Snapshot) bool {
+				return recordsIn(sn, f.task) >= f.afterRecords && (f.cmd != engine.CmdCrashSubtask || taskStatus(sn, f.task) == engine.TaskRunning)
+			}
+			if _, err := s.RunUntil(due, stepsPerPhase); err != nil {
 				return res, fmt.Errorf("phase %d: waiting for %s to take in %d records: %w", i, f.task, f.afterRecords, err)
 			}
-			faultMark = len(events)
+			if k == 0 {
+				// Statuses and redeploys are counted from the first fault on (a
+				// scenario with several faults sees every restart they cause).
+				faultMark = len(events)
+			}
 			tm := f.taskManager
 			if tm == "" && f.cmd == engine.CmdCrashTaskManager {
 				// The TaskManager the watched subtask runs on, as flinkref terminates.
@@ -294,6 +306,10 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			case engine.EvTaskStatus:
 				if e.Status == string(engine.TaskDeploying) {
 					deployed[e.Task] = true
+					if p.deploys == nil {
+						p.deploys = map[string]int{}
+					}
+					p.deploys[e.Task]++
 				}
 			}
 		}
@@ -333,6 +349,18 @@ func taskManagerOf(sn *engine.Snapshot, task string) string {
 		for _, st := range o.Subtasks {
 			if st.Name == task {
 				return st.TaskManager
+			}
+		}
+	}
+	return ""
+}
+
+// taskStatus is task's status in the snapshot ("" if there is no such task).
+func taskStatus(sn *engine.Snapshot, task string) engine.TaskStatus {
+	for _, o := range sn.Job.Operators {
+		for _, st := range o.Subtasks {
+			if st.Name == task {
+				return st.Status
 			}
 		}
 	}
