@@ -63,7 +63,8 @@ type Prediction struct {
 	//     keyed state from the TaskManagers' local copies (yes/no): only with
 	//     state.backend.local-recovery on, and only when the failure leaves
 	//     the TaskManager (and its disk) alive — a crashed subtask, not a lost
-	//     TaskManager (TaskManager set);
+	//     TaskManager (TaskManager set). A lost TaskManager is answered only
+	//     when every subtask ran on it (restoresLocally);
 	//   - "upgrade-accepted": will the step's upgrade action start the
 	//     changed job from the savepoint (yes/no), as
 	//     Checkpoints.loadAndValidateCheckpoint decides: no when state of
@@ -163,9 +164,7 @@ func newPrediction(pf *predictFile, js *jobState) (*Prediction, error) {
 	case "ttl-read":
 		return ttlRead(pf, js)
 	case "restores-locally":
-		// A lost TaskManager takes its local disk, and the copies on it.
-		local := js.spec.Checkpointing.LocalRecovery && pf.TaskManager == ""
-		return &Prediction{Kind: pf.Kind, Choices: []string{Yes, No}, Answer: yesNo(local)}, nil
+		return restoresLocally(pf, js)
 	case "key-owner", "key-groups-moved", "union-restore", "rescale-accepted", "slots-needed", "restarted-subtasks":
 	default:
 		return nil, fmt.Errorf("predict: kind %q is unknown (known: %s)", pf.Kind, strings.Join(PredictKinds, ", "))
@@ -450,4 +449,52 @@ func ttlRead(pf *predictFile, js *jobState) (*Prediction, error) {
 		return nil, fmt.Errorf("predict: ttl-read: %s has the unknown ttlStateVisibility %q", o.ID, v)
 	}
 	return &Prediction{Kind: pf.Kind, Operator: o.ID, Choices: []string{Yes, No}, Answer: yesNo(visible)}, nil
+}
+
+// restoresLocally answers "restores-locally". Without
+// state.backend.local-recovery every restore reads checkpoint storage: no.
+// With it, a crashed subtask (no TaskManager lost) restarts in its previous
+// slot on the same TaskManager (PreviousAllocationSlotSelectionStrategy) and
+// reads its local copy: yes. A lost TaskManager takes its disk and the
+// copies on it; its subtasks read checkpoint storage. The answer is an exact
+// no only when every subtask ran on that TaskManager (lesson 15: all on
+// tm-1). When the job also ran on a TaskManager that survives, those of its
+// subtasks that restart (their pipelined region restarts with the lost
+// ones, or the whole job under full failover) keep their slots and read
+// their local copies while the lost TaskManager's read checkpoint storage:
+// the restore is then partly local, neither yes nor no. This predictor does
+// not work out which regions restart, so it refuses that case; and it
+// refuses a lost TaskManager that runs no subtask (nothing restores). The
+// placement is the
+// job's first one, as the engine makes it (core.tryAllocate): slot sharing
+// needs as many slots as the highest parallelism (in reactive mode every
+// slot), and subtask i takes the i-th free slot, tm-1's first. A lesson
+// that asks after it moved subtasks (an earlier lost TaskManager) is not
+// covered.
+func restoresLocally(pf *predictFile, js *jobState) (*Prediction, error) {
+	yn := func(b bool) (*Prediction, error) {
+		return &Prediction{Kind: pf.Kind, Choices: []string{Yes, No}, Answer: yesNo(b)}, nil
+	}
+	if !js.spec.Checkpointing.LocalRecovery {
+		return yn(false)
+	}
+	if pf.TaskManager == "" {
+		return yn(true)
+	}
+	per := js.spec.Cluster.SlotsPerTaskManager
+	need := 0
+	if js.spec.Cluster.Reactive {
+		need = js.tms * per
+	} else {
+		for i := range js.spec.Operators {
+			need = max(need, js.parOf(&js.spec.Operators[i]))
+		}
+	}
+	switch {
+	case need > per:
+		return nil, fmt.Errorf("predict: restores-locally with %s lost: the job needs %d slots and a TaskManager has %d, so its subtasks run on more than one TaskManager; subtasks on a TaskManager that survives that restart too keep their previous slots and read their local copies while the lost TaskManager's read checkpoint storage, so the restore can be partly local, neither yes nor no. For a lost TaskManager this prediction is answered only when every subtask ran on it (at most slotsPerTaskManager slots, tm-1 lost)", pf.TaskManager, need, per)
+	case pf.TaskManager != "tm-1":
+		return nil, fmt.Errorf("predict: restores-locally with %s lost: every subtask runs on tm-1 (the first free slots), none on %s, so losing it restores nothing. For a lost TaskManager this prediction is answered only when every subtask ran on it (at most slotsPerTaskManager slots, tm-1 lost)", pf.TaskManager, pf.TaskManager)
+	}
+	return yn(false)
 }
