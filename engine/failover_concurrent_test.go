@@ -117,24 +117,44 @@ func TestSecondRegionFailureWhileFirstWaitsLive(t *testing.T) {
 	// A backoff long enough that the second crash surely comes while
 	// region 0 waits, on a busy machine too.
 	spec.Restart = RestartSpec{Strategy: RestartExponentialDelay, Delay: Duration(4 * time.Second)}
-	log := &eventLog{}
-	l, err := NewLive(spec, Options{Dir: t.TempDir(), RecordEvents: log.add})
-	require.NoError(t, err)
-	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	require.NoError(t, l.Start(ctx))
-	waitLive(t, l, func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && allRunning(s) })
-	attempt := l.Snapshot().Job.Attempt
-	crashSeq := l.c.seq.Load()
-	require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "source#0"}))
-	require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "source#1"}))
-	// The premise: region 0 had not restarted yet when source#1 crashed.
-	for _, e := range log.kinds(EvTaskStatus) {
-		if e.Seq > crashSeq && e.Task == "source#0" {
-			require.Contains(t, []string{string(TaskFailed), string(TaskCanceled)}, e.Status, "source#0 still waited for its restart")
+	// The premise: region 0 has not restarted yet when source#1 crashes.
+	// The Live job clock is not the wall clock (it may move on quickly
+	// while the job idles), so on a rare run region 0's backoff has passed
+	// between the two commands; that run shows nothing about the case,
+	// and the scenario is run again (measured: 2 of 20 runs under -race).
+	var (
+		l        *Live
+		log      *eventLog
+		attempt  int
+		crashSeq int64
+	)
+	for try := 0; ; try++ {
+		require.Less(t, try, 5, "source#0 never still waited for its restart when source#1 crashed")
+		log = &eventLog{}
+		var err error
+		l, err = NewLive(spec, Options{Dir: t.TempDir(), RecordEvents: log.add})
+		require.NoError(t, err)
+		require.NoError(t, l.Start(ctx))
+		waitLive(t, l, func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && allRunning(s) })
+		attempt = l.Snapshot().Job.Attempt
+		crashSeq = l.c.seq.Load()
+		require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "source#0"}))
+		require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "source#1"}))
+		waited := true
+		for _, e := range log.kinds(EvTaskStatus) {
+			if e.Seq > crashSeq && e.Task == "source#0" && e.Status != string(TaskFailed) && e.Status != string(TaskCanceled) {
+				waited = false
+			}
 		}
+		if waited {
+			break
+		}
+		t.Logf("try %d: source#0 had restarted before source#1 crashed; running the scenario again", try+1)
+		l.Close()
 	}
+	defer l.Close()
 	waitLive(t, l, func(s *Snapshot) bool { return s.Job.Status == JobRunning && allRunning(s) })
 	assert.Equal(t, attempt, l.Snapshot().Job.Attempt, "never a global failover")
 	for _, n := range []string{"source#0", "map#0", "sink#0", "source#1", "map#1", "sink#1"} {
