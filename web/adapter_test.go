@@ -158,6 +158,9 @@ func TestRealEngineLiveAndSwitchingModes(t *testing.T) {
 
 	send(t, c, `{"type":"command","id":"p","name":"pause"}`)
 	require.Equal(t, "ack", reply(t, c, "p")["type"])
+	// The paused run's snapshot may come before the ack (reply reads past
+	// it), and a paused run sends no more by itself: ask for one.
+	send(t, c, `{"type":"command","id":"ps","name":"snapshot"}`)
 	waitSnapshot(t, c, 30*time.Second, "paused", func(m msg) bool { return m["paused"] == true })
 
 	send(t, c, `{"type":"command","id":"m","name":"reset","args":{"driver":"step"}}`)
