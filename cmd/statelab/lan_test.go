@@ -64,7 +64,14 @@ func TestServeOpensAClassroom(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), `data-role="presenter"`)
-	resp, err = http.Get(strings.Replace(m[1], m[3], "x"+m[3][1:], 1))
+	// A wrong token: the real one with its first character changed (a
+	// fixed replacement letter equals the real first character in 1 of 64
+	// runs, which is how a clean-clone CI run once got 200 here).
+	first := "x"
+	if m[3][0] == 'x' {
+		first = "y"
+	}
+	resp, err = http.Get(strings.Replace(m[1], m[3], first+m[3][1:], 1))
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
