@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,4 +83,69 @@ func TestRestoredSubtaskStartsWithoutWatermark(t *testing.T) {
 			assert.Equal(t, first, subtaskView(t, s.Snapshot(), "alerts#0").Watermark)
 		})
 	}
+}
+
+// The same on the Live driver, where deliveries cannot be held back: the
+// source is one subtask reading two partitions, one record per poll, at one
+// record per second of job time. Its watermark is the lower of its
+// partitions' and stays Long.MIN_VALUE until it has read both, so after the
+// restore it has read one partition and holds the other back for a second
+// of job time. The clock runs at 100x until the checkpoint, then at 1/1000,
+// so that second lasts 1000 s of wall time, while the test looks at the
+// restored alerts#0: its watermark must be MinWatermark, not the one it had
+// at the checkpoint. (That it moves again once the watermarks arrive is
+// TestRestoredSubtaskStartsWithoutWatermark's second half, on the Stepper.)
+func TestLiveRestoredSubtaskStartsWithoutWatermark(t *testing.T) {
+	spec := alertsJob(BackendMemory, 2, "60ms")
+	spec.Operators[0].Parallelism = 1
+	spec.Operators[0].Options["partitions"] = 2
+	spec.Operators[0].Options["records"] = 100000
+	spec.Operators[0].Options["rate"] = 1.0
+	spec.Runtime = RuntimeSpec{BatchSize: 1}
+	l, err := NewLive(spec, Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.NoError(t, l.SetSpeed(100))
+	require.NoError(t, l.Start(ctx))
+	wmOf := func(s *Snapshot) int64 {
+		for _, o := range s.Job.Operators {
+			for _, st := range o.Subtasks {
+				if st.Name == "alerts#0" {
+					return st.Watermark
+				}
+			}
+		}
+		return MinWatermark
+	}
+	waitFor := func(what string, pred func(s *Snapshot) bool) Snapshot {
+		t.Helper()
+		for {
+			s := l.Snapshot()
+			if pred(&s) {
+				return s
+			}
+			require.NoError(t, ctx.Err(), what)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("alerts#0's first watermark", func(s *Snapshot) bool { return wmOf(s) > MinWatermark })
+	require.NoError(t, l.Do(Command{Name: CmdTriggerCheckpoint}))
+	snap := waitFor("a checkpoint", func(s *Snapshot) bool { return s.Checkpoints.Counts.Completed > 0 })
+	id := snap.Checkpoints.History[len(snap.Checkpoints.History)-1].ID
+	wmBefore := wmOf(&snap)
+	require.Greater(t, wmBefore, MinWatermark)
+	require.Less(t, wmBefore, MaxWatermark)
+
+	require.NoError(t, l.SetSpeed(0.001))
+	require.NoError(t, l.Do(Command{Name: CmdCrashSubtask, Task: "alerts#0"}))
+	snap = waitFor("alerts#0 restored", func(s *Snapshot) bool {
+		st := subtaskView(t, *s, "alerts#0")
+		return s.Job.Attempt >= 2 && st.Status == TaskRunning && st.RestoredFrom == id
+	})
+	assert.Equal(t, MinWatermark, wmOf(&snap), "restored from checkpoint %d; it had %d before", id, wmBefore)
+	v, err := l.TaskState("alerts#0", 0)
+	require.NoError(t, err)
+	assert.Equal(t, MinWatermark, v.Watermark, "the inspector's watermark")
 }
