@@ -214,6 +214,46 @@ func catalogue() []*scenario {
 			check: checkFixedDelayExhausted,
 		},
 		{
+			name: "failure-rate-exceeded",
+			claim: "With failure-rate, at most 2 failures per 1 min (FailureRateRestartBackoffTimeStrategy: the deque of failure " +
+				"times is full past 2, and the oldest is within the interval), the same subtask (tokenizer#0, no checkpointing) " +
+				"failing three times in a few seconds is restarted twice and its third failure fails the job: RUNNING -> " +
+				"RESTARTING -> RUNNING -> RESTARTING -> RUNNING -> FAILING -> FAILED; every subtask restarted exactly twice",
+			spec:       wordCount(2, "at-least-once", nil, map[string]any{"strategy": "failure-rate", "attempts": 2, "interval": "1m", "delay": "100ms"}),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(38, 60, 3)}},
+			phases:     []phase{threeFailures("tokenizer#0")},
+			slots:      4,
+			check:      checkRestarts("FAILED", "RESTARTING,RUNNING,RESTARTING,RUNNING,FAILING,FAILED", 2),
+		},
+		{
+			name: "failure-rate-spaced",
+			claim: "With failure-rate, at most 1 failure per 300 ms and a delay of 800 ms, failures are never closer than the " +
+				"delay, so the rate is never exceeded: tokenizer#0 failing three times is restarted three times and the job runs " +
+				"on (RESTARTING -> RUNNING three times); a count of attempts (fixed-delay, attempts 1) would have failed the job " +
+				"at the second failure",
+			spec:       wordCount(2, "at-least-once", nil, map[string]any{"strategy": "failure-rate", "attempts": 1, "interval": "300ms", "delay": "800ms"}),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(39, 60, 3)}},
+			phases:     []phase{threeFailures("tokenizer#0")},
+			slots:      4,
+			check:      checkRestarts("", "RESTARTING,RUNNING,RESTARTING,RUNNING,RESTARTING,RUNNING", 3),
+		},
+		{
+			name: "exponential-delay-exhausted",
+			claim: "With exponential-delay, attempts-before-reset-backoff 2 (ExponentialDelayRestartBackoffTimeStrategy; initial " +
+				"backoff 100 ms, multiplier 2, no jitter), the same subtask (tokenizer#0, no checkpointing) failing three times, " +
+				"each after the pending backoff, is restarted twice and its third failure fails the job: RUNNING -> RESTARTING " +
+				"-> RUNNING -> RESTARTING -> RUNNING -> FAILING -> FAILED; every subtask restarted exactly twice",
+			spec: wordCount(2, "at-least-once", nil, map[string]any{"strategy": "exponential-delay", "attempts": 2, "delay": "100ms",
+				"multiplier": 2, "jitter": -1, "maxBackoff": "1s"}),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(41, 60, 3)}},
+			phases:     []phase{threeFailures("tokenizer#0")},
+			slots:      4,
+			check:      checkRestarts("FAILED", "RESTARTING,RUNNING,RESTARTING,RUNNING,FAILING,FAILED", 2),
+		},
+		{
 			name:       "region-failover-forward",
 			claim:      "On an all-forward job a failed subtask restarts only its pipelined region (subtask i of every operator); the job still goes RUNNING -> RESTARTING -> RUNNING while the region waits (DefaultScheduler.addVerticesToRestartPending)",
 			spec:       forwardJob(),
@@ -225,6 +265,56 @@ func catalogue() []*scenario {
 			}},
 			slots: 4,
 			check: checkRegionFailover,
+		},
+		{
+			name: "second-region-failure-while-first-waits",
+			claim: "Every failure is handled on its own (DefaultScheduler.handleTaskFailure -> restartTasksWithDelay): on the etl " +
+				"job (two pipelined regions) map#0 fails, and while its region waits for its 2 s fixed-delay restart, source#1 " +
+				"fails too; each region restarts after its own delay, region 0 first, each subtask once; the job stays RESTARTING " +
+				"until no region waits (RUNNING -> RESTARTING -> RUNNING); both failures count toward the restart strategy; " +
+				"results exactly once",
+			spec:       etlJobRestart(map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "2s"}),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(37, 60, 3), {}}},
+			phases: []phase{{
+				// source#1 fails 700 ms into region 0's 2 s wait: it has read its
+				// input by then and waits at its end, so it fails on a poll.
+				flinkFaults: []flinkFault{
+					{Kind: "throw", Task: "map#0", AfterRecords: 10},
+					{Kind: "throw", Task: "source#1", WhileRestartingMillis: 700},
+				},
+				statelabFaults: []slFault{
+					{cmd: engine.CmdCrashSubtask, task: "map#0", afterRecords: 10},
+					{cmd: engine.CmdCrashSubtask, task: "source#1", whileRestarting: 700 * time.Millisecond},
+				},
+				awaitFaults: true,
+			}, {}},
+			slots: 4,
+			check: checkSecondRegionWhileFirstWaits,
+		},
+		{
+			name: "second-region-failure-merges-into-backoff",
+			claim: "With exponential-delay a failure within the pending backoff merges into it (ExponentialDelayRestartBackoffTimeStrategy." +
+				"notifyFailure: no new attempt while now < nextRestartTimestamp, and getBackoffTime is what is left of it): on the " +
+				"etl job, with attempts-before-reset-backoff 1 and a 2 s backoff without jitter, map#0 fails and source#1 fails " +
+				"700 ms into region 0's wait; both failures are one attempt, so the job does not fail, and both regions restart " +
+				"(each subtask once; the job RESTARTING until no region waits); results exactly once",
+			spec:       etlJobRestart(map[string]any{"strategy": "exponential-delay", "attempts": 1, "delay": "2s", "jitter": -1}),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(42, 60, 3), {}}},
+			phases: []phase{{
+				flinkFaults: []flinkFault{
+					{Kind: "throw", Task: "map#0", AfterRecords: 10},
+					{Kind: "throw", Task: "source#1", WhileRestartingMillis: 700},
+				},
+				statelabFaults: []slFault{
+					{cmd: engine.CmdCrashSubtask, task: "map#0", afterRecords: 10},
+					{cmd: engine.CmdCrashSubtask, task: "source#1", whileRestarting: 700 * time.Millisecond},
+				},
+				awaitFaults: true,
+			}, {}},
+			slots: 4,
+			check: checkMergedIntoBackoff,
 		},
 		{
 			name: "chain-fails-as-one-unit",
@@ -268,6 +358,22 @@ func catalogue() []*scenario {
 			}, {}},
 			slots: 4,
 			check: checkExpired,
+		},
+		{
+			name: "jobmanager-storage-cap",
+			claim: "State over the JobManager checkpoint storage's cap (JobManagerCheckpointStorage(maxStateSize), here 1 byte, " +
+				"so every state is over it) fails the asynchronous part of each snapshot (MemCheckpointStreamFactory: \"Size of the " +
+				"state is larger than the maximum permitted memory-backed state\"), CHECKPOINT_ASYNC_EXCEPTION, which counts " +
+				"toward tolerable-failed-checkpoints 0: the job fails over, and keeps failing while the state stays too large, " +
+				"until fixed-delay (attempts 2) gives up: RUNNING -> RESTARTING -> RUNNING -> RESTARTING -> RUNNING -> FAILING -> " +
+				"FAILED, no checkpoint completed",
+			spec: wordCount(2, "at-least-once", map[string]any{"interval": "100ms", "tolerableFailed": 0, "maxStateBytes": 1},
+				map[string]any{"strategy": "fixed-delay", "attempts": 2, "delay": "100ms"}),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(40, 60, 3)}},
+			phases:     []phase{{statusesFromStart: true, holdInput: true}},
+			slots:      4,
+			check:      checkStorageCap,
 		},
 		{
 			name:       "taskmanager-lost",
@@ -776,13 +882,116 @@ func withBackend(spec map[string]any, backend string) map[string]any {
 // etlJob is the sandbox's etl template (web/failure.go): source (2
 // partitions) -> map (upper) -> sink, forward edges, parallelism 2.
 func etlJob() map[string]any {
+	return etlJobRestart(map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"})
+}
+
+// etlJobRestart is etlJob with the given restart strategy.
+func etlJobRestart(restart map[string]any) map[string]any {
 	return map[string]any{
 		"name": "etl",
 		"operators": []any{op("source", "source", 2, nil), op("map", "map", 2, map[string]any{"fn": "upper"}),
 			op("sink", "sink", 2, map[string]any{"semantics": "exactly-once"})},
 		"edges":         []any{edge("source", "map", "forward"), edge("map", "sink", "forward")},
 		"checkpointing": map[string]any{"interval": "50ms"},
-		"restart":       map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"},
+		"restart":       restart,
+	}
+}
+
+// etlOutput is what the etl job commits for lines: each line upper-cased,
+// value 0 (no tokenizer: a line is its own key).
+func etlOutput(lines []string) map[string]int {
+	want := map[string]int{}
+	for _, l := range lines {
+		want[strings.ToUpper(l)+"=0"]++
+	}
+	return want
+}
+
+// regionOrder is the order the etl job's two pipelined regions (pipeline
+// i: source#i, map#i, sink#i) were redeployed in: each task's region, in
+// deployment order, repeats dropped.
+func regionOrder(tasks []string) []string {
+	var out []string
+	for _, t := range tasks {
+		r := "region " + t[strings.LastIndex(t, "#")+1:]
+		if len(out) == 0 || out[len(out)-1] != r {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// checkMergedIntoBackoff: two failures in two regions under
+// exponential-delay with one attempt, the second within the first's backoff.
+func checkMergedIntoBackoff(j *judge, sl *slResult, fl *trace) {
+	require.NotEmpty(j.t, fl.Phases, "Flink ran the phase")
+	p := fl.Phases[0]
+	all := "map#0,map#1,sink#0,sink#1,source#0,source#1"
+	j.true("Flink's job did not fail (it went on to its savepoint)", p.FinalStatus == "FINISHED" && len(fl.Phases) == 2, p.FinalStatus)
+	j.true("Flink restarted both regions", strings.Join(sorted(p.RestartedSubtasks), ",") == all, p.RestartedSubtasks)
+	for task, a := range p.Attempts {
+		j.true("Flink restarted "+task+" once", a == 1, a)
+	}
+	j.true("Flink's job went RESTARTING and back to RUNNING once", strings.Join(flinkPath(&p), ",") == "RESTARTING,RUNNING", flinkPath(&p))
+	want := etlOutput(catalogueLines("second-region-failure-merges-into-backoff")[0])
+	got := committedMultiset(fl, "sink")
+	d, l, u := multisetDiff(got, want)
+	j.true("Flink's output is exactly once", d == 0 && l == 0 && u == 0, []int{d, l, u})
+	if sl == nil {
+		return
+	}
+	sp := sl.phases[0]
+	j.equal("the job did not fail", sp.finalStatus != "FAILED" && len(sl.phases) == 2, true)
+	j.equal("subtasks restarted", sp.restarted, sorted(p.RestartedSubtasks))
+	j.equal("restarts per subtask", sp.deploys, p.Attempts)
+	j.equal("job statuses after the first failure", jobPath(sp.statusesAfterFault), flinkPath(&p))
+	j.equal("attempts the restart strategy counted (two failures, one attempt)", sp.restartAttempt, 1)
+	if c := sinkOf(sl, "sink"); c != nil {
+		j.equal("sink output exactly once (duplicates, losses, unexpected)", []int{c.DuplicateRecords, c.LostRecords, len(c.Unexpected)}, []int{d, l, u})
+	}
+}
+
+// checkSecondRegionWhileFirstWaits: two failures in two regions, the second
+// while the first region waits for its restart delay.
+func checkSecondRegionWhileFirstWaits(j *judge, sl *slResult, fl *trace) {
+	require.NotEmpty(j.t, fl.Phases, "Flink ran the phase")
+	p := fl.Phases[0]
+	all := "map#0,map#1,sink#0,sink#1,source#0,source#1"
+	j.true("Flink restarted both regions", strings.Join(sorted(p.RestartedSubtasks), ",") == all, p.RestartedSubtasks)
+	for task, a := range p.Attempts {
+		j.true("Flink restarted "+task+" once", a == 1, a)
+	}
+	j.true("Flink's job went RESTARTING and back to RUNNING once", strings.Join(flinkPath(&p), ",") == "RESTARTING,RUNNING", flinkPath(&p))
+	byTime := sorted(p.RestartedSubtasks)
+	sort.SliceStable(byTime, func(a, b int) bool { return p.RedeployedAt[byTime[a]] < p.RedeployedAt[byTime[b]] })
+	flOrder := regionOrder(byTime)
+	j.true("Flink restarted region 0, then region 1", strings.Join(flOrder, ",") == "region 0,region 1", fmt.Sprint(flOrder, p.RedeployedAt))
+	var taskFailures []string
+	for _, e := range p.Exceptions {
+		if !e.Global {
+			taskFailures = append(taskFailures, e.Task)
+		}
+	}
+	if fl.FlinkVersion >= "2" { // MiniCluster 1.20 gives no exception history
+		j.true("Flink handled two task failures, each on its own", len(taskFailures) == 2, taskFailures)
+	}
+	want := etlOutput(catalogueLines("second-region-failure-while-first-waits")[0])
+	got := committedMultiset(fl, "sink")
+	d, l, u := multisetDiff(got, want)
+	j.true("Flink's output is exactly once", d == 0 && l == 0 && u == 0, []int{d, l, u})
+	if sl == nil {
+		return
+	}
+	sp := sl.phases[0]
+	j.equal("subtasks restarted", sp.restarted, sorted(p.RestartedSubtasks))
+	j.equal("restarts per subtask", sp.deploys, p.Attempts)
+	j.equal("job statuses after the first failure", jobPath(sp.statusesAfterFault), flinkPath(&p))
+	j.equal("the order the regions restarted in", regionOrder(sp.deployOrder), flOrder)
+	if fl.FlinkVersion >= "2" {
+		j.equal("failures counted by the restart strategy", sp.restartAttempt, len(taskFailures))
+	}
+	if c := sinkOf(sl, "sink"); c != nil {
+		j.equal("sink output exactly once (duplicates, losses, unexpected)", []int{c.DuplicateRecords, c.LostRecords, len(c.Unexpected)}, []int{d, l, u})
 	}
 }
 
@@ -790,10 +999,7 @@ func checkTaskManagerLostETL(j *judge, sl *slResult, fl *trace) {
 	p := fl.Phases[0]
 	j.true("Flink lost a TaskManager", len(p.LostTaskManagers) == 1, len(p.LostTaskManagers))
 	j.true("Flink restarted map#0's pipeline only", strings.Join(sorted(p.RestartedSubtasks), ",") == "map#0,sink#0,source#0", p.RestartedSubtasks)
-	want := map[string]int{}
-	for _, l := range catalogueLines("taskmanager-lost-etl")[0] {
-		want[strings.ToUpper(l)+"=0"]++ // no tokenizer: a line is its own key, value 0
-	}
+	want := etlOutput(catalogueLines("taskmanager-lost-etl")[0])
 	got := committedMultiset(fl, "sink")
 	d, l, u := multisetDiff(got, want)
 	j.true("Flink's output is exactly once after the loss", d == 0 && l == 0 && u == 0, []int{d, l, u})
@@ -1373,6 +1579,45 @@ func checkFixedDelayExhausted(j *judge, sl *slResult, fl *trace) {
 	j.equal("restarts per subtask", sl.phases[0].deploys, p.Attempts)
 }
 
+// threeFailures is a phase in which task fails three times, after its 5th,
+// 10th and 15th record (each once it runs again).
+func threeFailures(task string) phase {
+	var ph phase
+	for _, n := range []int64{5, 10, 15} {
+		ph.flinkFaults = append(ph.flinkFaults, flinkFault{Kind: "throw", Task: task, AfterRecords: n})
+		ph.statelabFaults = append(ph.statelabFaults, slFault{cmd: engine.CmdCrashSubtask, task: task, afterRecords: n})
+	}
+	return ph
+}
+
+// checkRestarts: a job of one region (a hash edge) whose failures the
+// restart strategy answers; path is the job statuses from the first failure
+// on, every subtask restarted restarts times; final ("" for a job that runs
+// on) is the final status.
+func checkRestarts(final, path string, restarts int) func(j *judge, sl *slResult, fl *trace) {
+	return func(j *judge, sl *slResult, fl *trace) {
+		require.NotEmpty(j.t, fl.Phases, "Flink ran the phase")
+		p := fl.Phases[0]
+		if final != "" {
+			j.true("Flink's job "+final, p.FinalStatus == final, p.FinalStatus)
+		}
+		j.true("Flink's job statuses after the first failure are "+path, strings.Join(flinkPath(&p), ",") == path, flinkPath(&p))
+		j.true("Flink restarted all 8 subtasks", len(p.Attempts) == 8, p.Attempts)
+		for task, a := range p.Attempts {
+			j.true(fmt.Sprintf("Flink restarted %s %d times", task, restarts), a == restarts, a)
+		}
+		if sl == nil {
+			return
+		}
+		if final != "" {
+			j.equal("final job status", sl.phases[0].finalStatus, p.FinalStatus)
+		}
+		j.equal("job statuses after the first failure", jobPath(sl.phases[0].statusesAfterFault), flinkPath(&p))
+		j.equal("subtasks restarted", sl.phases[0].restarted, sorted(p.RestartedSubtasks))
+		j.equal("restarts per subtask", sl.phases[0].deploys, p.Attempts)
+	}
+}
+
 func sorted(s []string) []string {
 	c := append([]string(nil), s...)
 	sort.Strings(c)
@@ -1389,6 +1634,75 @@ func checkRegionFailover(j *judge, sl *slResult, fl *trace) {
 		j.equal("subtasks restarted", sl.phases[0].restarted, sorted(p.RestartedSubtasks))
 		j.equal("job statuses after the failure", jobPath(sl.phases[0].statusesAfterFault), flinkPath(&p))
 	}
+}
+
+// flinkAsync is Flink's CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION message.
+const flinkAsync = "Asynchronous task checkpoint failed."
+
+// checkStorageCap: every checkpoint fails in its asynchronous part, each
+// failure fails the job over, until the restart strategy gives up.
+func checkStorageCap(j *judge, sl *slResult, fl *trace) {
+	require.NotEmpty(j.t, fl.Phases, "Flink ran the phase")
+	p := fl.Phases[0]
+	path := "RESTARTING,RUNNING,RESTARTING,RUNNING,FAILING,FAILED"
+	j.true("Flink's job FAILED", p.FinalStatus == "FAILED", p.FinalStatus)
+	j.true("Flink's job statuses are "+path, strings.Join(flinkPath(&p), ",") == path, flinkPath(&p))
+	j.true("Flink completed no checkpoint", p.Checkpoints.Completed == 0, p.Checkpoints.Completed)
+	var first *failedCheckpoint
+	var failures []string
+	for _, h := range p.Checkpoints.History {
+		if h.Status != "FAILED" {
+			continue
+		}
+		failures = append(failures, fmt.Sprintf("%d: %s", h.ID, h.Failure))
+		if first == nil && strings.HasPrefix(h.Failure, flinkAsync) {
+			first = &failedCheckpoint{ID: h.ID, Reason: string(engine.CheckpointAsyncException)}
+		}
+	}
+	j.t.Logf("Flink failed checkpoints: %q", failures)
+	j.true("Flink's checkpoints failed in their asynchronous part", first != nil, failures)
+	failovers := 0
+	for _, e := range p.Exceptions {
+		if e.Global && strings.Contains(e.RootCause, engine.ExceededTolerableFailuresMessage) {
+			failovers++
+		}
+	}
+	if fl.FlinkVersion >= "2" { // MiniCluster 1.20 gives no exception history
+		j.true("Flink failed over three times past the threshold", failovers == 3, p.Exceptions)
+	}
+	for task, a := range p.Attempts {
+		j.true("Flink restarted "+task+" twice", a == 2, a)
+	}
+	if sl == nil {
+		return
+	}
+	sp := sl.phases[0]
+	slPath := jobPath(sp.statusesAfterFault)
+	if len(slPath) > 0 && slPath[0] == "RUNNING" {
+		slPath = slPath[1:] // from the phase's start: the first RUNNING, as flinkPath drops it
+	}
+	j.equal("final job status", sp.finalStatus, p.FinalStatus)
+	j.equal("job statuses", slPath, flinkPath(&p))
+	j.equal("checkpoints completed", sp.checkpoints.Completed, p.Checkpoints.Completed)
+	reasons := map[string]bool{}
+	for _, f := range sp.failedCheckpoints {
+		reasons[f.Reason] = true
+	}
+	j.equal("why StateLab's checkpoints failed", reasons, map[string]bool{string(engine.CheckpointAsyncException): true})
+	if fl.FlinkVersion >= "2" {
+		slFailovers := 0
+		for k, m := range sp.statusMessages {
+			// the failure handled: RESTARTING, or FAILING once the strategy gives up (FAILED repeats it)
+			st := sp.statusesAfterFault[k]
+			if (st == "RESTARTING" || st == "FAILING") && strings.Contains(m, engine.ExceededTolerableFailuresMessage) {
+				slFailovers++
+			}
+		}
+		j.equal("failovers past the tolerable-failed-checkpoints threshold", slFailovers, failovers)
+	}
+	// The first deployment comes before the phase's first step (engine.NewStepper deploys): every
+	// deployment seen is a restart.
+	j.equal("restarts per subtask", sp.deploys, p.Attempts)
 }
 
 // flinkExpired is Flink's CheckpointFailureReason.CHECKPOINT_EXPIRED message.

@@ -195,6 +195,10 @@ type flinkFault struct {
 	Checkpoint   int64  `json:"checkpoint,omitempty"`
 	Millis       int64  `json:"millis,omitempty"`
 	TaskManager  int    `json:"taskManager,omitempty"`
+	// WhileRestartingMillis (throw, > 0): fire only once the job has been
+	// RESTARTING this long (a region waits for its restart delay); a source
+	// checks it on every poll, so it fires with nothing left to read too
+	WhileRestartingMillis int64 `json:"whileRestartingMillis,omitempty"`
 }
 
 // trace is what flinkref wrote for one scenario.
@@ -216,11 +220,14 @@ type phaseTrace struct {
 	StatusTransitions []statusTransition `json:"statusTransitions"`
 	Attempts          map[string]int     `json:"attempts"`
 	RestartedSubtasks []string           `json:"restartedSubtasks"`
-	Exceptions        []exceptionEntry   `json:"exceptions"`
-	Checkpoints       checkpointTrace    `json:"checkpoints"`
-	Events            []operatorEvent    `json:"events"`
-	LostTaskManagers  []json.RawMessage  `json:"lostTaskManagers"`
-	Vertices          []vertexTrace      `json:"vertices"`
+	// RedeployedAt: when each restarted subtask's last attempt was deployed
+	// (wall clock, ms), the order its region restarted in
+	RedeployedAt     map[string]int64  `json:"redeployedAt"`
+	Exceptions       []exceptionEntry  `json:"exceptions"`
+	Checkpoints      checkpointTrace   `json:"checkpoints"`
+	Events           []operatorEvent   `json:"events"`
+	LostTaskManagers []json.RawMessage `json:"lostTaskManagers"`
+	Vertices         []vertexTrace     `json:"vertices"`
 	// SavepointWatermarks: each alerts subtask's watermark when the phase
 	// stopped with its savepoint (with AwaitWatermark)
 	SavepointWatermarks map[string]int64 `json:"savepointWatermarks"`

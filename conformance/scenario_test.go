@@ -74,6 +74,16 @@ type phase struct {
 	statelabFaults []slFault
 	// awaitFaults: end the phase (stop with savepoint) only after its faults fired and the job recovered
 	awaitFaults bool
+	// statusesFromStart: StateLab records job statuses and deployments from
+	// the phase's start, for a phase whose failures come from the job itself
+	// (no fault injected), as Flink's trace does
+	statusesFromStart bool
+	// holdInput (last phase): the sources never end their input, so the job
+	// runs until it fails for good: Flink's sources wait at the input's end
+	// (limits) and the phase ends with the job; StateLab runs until its job
+	// is FAILED. For a failure that needs time to pass (checkpoints), which
+	// a finite input could outrun.
+	holdInput bool
 	// refused: the phase's rescale or upgrade is one both must refuse (StateLab's command fails; Flink's
 	// restore fails). After a refused upgrade the next phase tries the same savepoint again.
 	refused bool
@@ -96,6 +106,10 @@ type slFault struct {
 	then         []string // commands after it (e.g. restart-taskmanager)
 	checkpoint   int64
 	stall        time.Duration
+	// whileRestarting (> 0): crash only once the job has been RESTARTING
+	// this long after the previous fault (job time), as flinkref's
+	// whileRestartingMillis: a second failure while a region waits
+	whileRestarting time.Duration
 }
 
 // stallSnapshot is the slFault that stalls one snapshot: not a command, an
@@ -183,6 +197,14 @@ func (sc *scenario) flink(dir string) flinkScenario {
 			fp.AllowNonRestoredState = ph.upgrade.AllowNonRestoredState
 			fp.Refused = ph.refused
 		}
+		if ph.holdInput {
+			fp.TimeoutSeconds = 60
+			fp.Limits = map[string][]int64{}
+			for _, src := range sc.sources() {
+				e := ends[src]
+				fp.Limits[src] = e[min(i, len(e)-1)]
+			}
+		}
 		if i < len(sc.phases)-1 {
 			fp.End = "savepoint"
 			fp.Limits = map[string][]int64{}
@@ -211,6 +233,11 @@ func (sc *scenario) specWithSources(withLines bool) map[string]any {
 // scenario's cluster and source partitions (and lines, see specWithSources).
 func (sc *scenario) withSources(job map[string]any, withLines bool) map[string]any {
 	spec := deepCopy(job)
+	// Chaining stated on every job, so that neither side depends on its
+	// default (Flink's is on; flinkref chains only with chaining: true).
+	if _, ok := spec["chaining"]; !ok {
+		spec["chaining"] = false
+	}
 	// The same cluster on both: Flink's MiniCluster and StateLab's TaskManagers.
 	tms := max(1, sc.taskManagers)
 	spec["cluster"] = map[string]any{"taskManagers": tms, "slotsPerTaskManager": sc.slots}

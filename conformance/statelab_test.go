@@ -37,9 +37,14 @@ type slPhase struct {
 	restarted      []string
 	// deploys: how many times each subtask was deployed after the first
 	// fault (its restarts, as Flink's execution attempt number counts them)
-	deploys     map[string]int
-	finalStatus string
-	checkpoints engine.CheckpointCounts
+	deploys map[string]int
+	// deployOrder: the subtasks deployed after the first fault, in the order
+	// their deployments began
+	deployOrder []string
+	// restartAttempt: the restart strategy's attempt count at the phase's end
+	restartAttempt int
+	finalStatus    string
+	checkpoints    engine.CheckpointCounts
 	// failedCheckpoints: the phase's failed checkpoints, oldest first
 	failedCheckpoints []failedCheckpoint
 	// refused is the error of a rescale or upgrade StateLab refused
@@ -220,6 +225,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			}
 		}
 		faultMark := len(events)
+		var lastFaultAt time.Duration // job time of the phase's last fault
 		for k, f := range ph.statelabFaults {
 			if f.cmd == stallSnapshot {
 				if _, err := s.RunUntil(func(*engine.Snapshot) bool { return stalledAt >= 0 }, stepsPerPhase); err != nil {
@@ -231,6 +237,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			// A crash waits for its subtask to run again (after an earlier
 			// fault's restart), as Flink's throw fires in a running subtask.
 			due := func(sn *engine.Snapshot) bool {
+				if f.whileRestarting > 0 && (sn.Job.Status != engine.JobRestarting || sn.At-lastFaultAt < f.whileRestarting) {
+					return false
+				}
 				return recordsIn(sn, f.task) >= f.afterRecords && (f.cmd != engine.CmdCrashSubtask || taskStatus(sn, f.task) == engine.TaskRunning)
 			}
 			if _, err := s.RunUntil(due, stepsPerPhase); err != nil {
@@ -255,6 +264,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 					return res, fmt.Errorf("phase %d: %s: %w", i, then, err)
 				}
 			}
+			lastFaultAt = s.Snapshot().At
 		}
 		var runErr error
 		if sc.continuous && i < len(sc.phases)-1 {
@@ -273,6 +283,8 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				}
 				return true
 			}, stepsPerPhase)
+		} else if ph.holdInput {
+			_, runErr = s.RunUntil(func(sn *engine.Snapshot) bool { return sn.Job.Status == engine.JobFailed }, stepsPerPhase)
 		} else {
 			_, runErr = s.RunUntilDrained(stepsPerPhase)
 		}
@@ -283,6 +295,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		}
 		p.finalKeys = keyedState(t, s, &snap)
 		p.checkpoints = snap.Checkpoints.Counts
+		p.restartAttempt = snap.Job.Restart.Attempt
 		for _, h := range snap.Checkpoints.History {
 			if h.Status == engine.CheckpointFailed {
 				p.failedCheckpoints = append(p.failedCheckpoints, failedCheckpoint{ID: h.ID, Reason: string(h.FailureReason), Message: h.FailureMessage})
@@ -296,7 +309,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			if e.Kind == engine.EvTimerFired {
 				p.timersFired = append(p.timersFired, e)
 			}
-			if mark+k < faultMark || len(ph.statelabFaults) == 0 {
+			if !ph.statusesFromStart && (mark+k < faultMark || len(ph.statelabFaults) == 0) {
 				continue
 			}
 			switch e.Kind {
@@ -306,6 +319,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			case engine.EvTaskStatus:
 				if e.Status == string(engine.TaskDeploying) {
 					deployed[e.Task] = true
+					p.deployOrder = append(p.deployOrder, e.Task)
 					if p.deploys == nil {
 						p.deploys = map[string]int{}
 					}

@@ -26,6 +26,12 @@ public final class Faults {
         public long millis;
         /** tm-lost: the MiniCluster index of the TaskManager to terminate. */
         public int taskManager;
+        /**
+         * throw: fire only while the job is RESTARTING (a region waits for its restart delay) and has been for
+         * at least this long (-1: whenever the records are reached). A source checks it on every poll, so it
+         * fires also when the source has nothing to read.
+         */
+        public long whileRestartingMillis = -1;
 
         final AtomicBoolean fired = new AtomicBoolean();
         /** stall-checkpoint: the stall is over (slept its time, or interrupted when the task was cancelled). */
@@ -46,16 +52,43 @@ public final class Faults {
 
     static final List<Fault> active = new CopyOnWriteArrayList<>();
 
+    /** When the runner's status polls saw the job enter RESTARTING (System.nanoTime), or 0 when it is not. */
+    static volatile long restartingSince;
+
     static void set(List<Fault> faults) {
         active.clear();
         active.addAll(faults);
+        restartingSince = 0;
+    }
+
+    /** Whether a fault's restarting condition holds (always, for a fault without one). */
+    private static boolean restartingLongEnough(Fault f) {
+        if (f.whileRestartingMillis < 0) {
+            return true;
+        }
+        long since = restartingSince;
+        return since != 0 && (System.nanoTime() - since) / 1_000_000 >= f.whileRestartingMillis;
+    }
+
+    /**
+     * Called by a source on every poll, a record or not: throws if a throw fault that waits for the job to be
+     * RESTARTING names task and is due.
+     */
+    static void poll(String task) {
+        for (Fault f : active) {
+            if ("throw".equals(f.kind) && f.whileRestartingMillis >= 0 && task.equals(f.task)
+                    && Trace.processedSoFar(task) >= f.afterRecords && restartingLongEnough(f)
+                    && f.fired.compareAndSet(false, true)) {
+                throw new InjectedFailure("StateLab fault: " + task + " fails while the job is RESTARTING");
+            }
+        }
     }
 
     /** Counts a record processed by task and throws if a throw fault is due. */
     static void record(String task) {
         long n = Trace.processed(task);
         for (Fault f : active) {
-            if ("throw".equals(f.kind) && task.equals(f.task) && n >= f.afterRecords
+            if ("throw".equals(f.kind) && task.equals(f.task) && n >= f.afterRecords && restartingLongEnough(f)
                     && f.fired.compareAndSet(false, true)) {
                 throw new InjectedFailure(
                         "StateLab fault: " + task + " fails after its record " + n);

@@ -245,6 +245,7 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
 
         @Override
         public InputStatus pollNext(ReaderOutput<Rec> out) {
+            Faults.poll(task);
             long[] lim = limits.get(id);
             List<Integer> order = new ArrayList<>(splits.keySet());
             for (int i = 0; i < order.size(); i++) {

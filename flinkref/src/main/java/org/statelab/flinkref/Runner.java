@@ -21,6 +21,7 @@ import org.apache.flink.runtime.checkpoint.AbstractCheckpointStats;
 import org.apache.flink.runtime.checkpoint.CheckpointStatsSnapshot;
 import org.apache.flink.runtime.checkpoint.FailedCheckpointStats;
 import org.apache.flink.runtime.checkpoint.RestoredCheckpointStats;
+import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
 import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
 import org.apache.flink.runtime.executiongraph.AccessExecutionVertex;
@@ -132,6 +133,12 @@ final class Runner {
             default -> {
                 m.put(StateBackendOptions.STATE_BACKEND.key(), "hashmap");
                 m.put(CheckpointingOptions.CHECKPOINT_STORAGE.key(), "jobmanager");
+                int cap = cp.path("maxStateBytes").asInt(0);
+                if (cap > 0) {
+                    // JobManagerCheckpointStorage with StateLab's cap (the constructor is the only way to set it)
+                    m.put(CheckpointingOptions.CHECKPOINT_STORAGE.key(), CappedJobManagerStorage.class.getName());
+                    m.put(CappedJobManagerStorage.MAX_STATE_SIZE.key(), String.valueOf(cap));
+                }
             }
         }
         m.put(CheckpointingOptions.CHECKPOINTS_DIRECTORY.key(), checkpointDir.toURI().toString());
@@ -273,6 +280,7 @@ final class Runner {
             x.checkpoint = f.path("checkpoint").asLong(0);
             x.millis = f.path("millis").asLong(0);
             x.taskManager = f.path("taskManager").asInt(0);
+            x.whileRestartingMillis = f.path("whileRestartingMillis").asLong(-1);
             faults.add(x);
         }
         Faults.set(faults);
@@ -325,6 +333,8 @@ final class Runner {
                 try {
                     JobStatus s = mc.getJobStatus(id).get(10, TimeUnit.SECONDS);
                     if (s != prev) {
+                        // A fault may wait for the job to be RESTARTING (a region waiting for its restart delay).
+                        Faults.restartingSince = s == JobStatus.RESTARTING ? System.nanoTime() : 0;
                         transitions.add(Map.of("status", s.name(), "atMillis", (System.nanoTime() - start) / 1_000_000));
                         prev = s;
                         current.set(s);
@@ -548,6 +558,7 @@ final class Runner {
         List<Object> vertices = new ArrayList<>();
         List<String> restarted = new ArrayList<>();
         Map<String, Integer> attempts = new LinkedHashMap<>();
+        Map<String, Long> deployedAt = new LinkedHashMap<>();
         for (AccessExecutionJobVertex jv : g.getVerticesTopologically()) {
             Map<String, Object> v = new LinkedHashMap<>();
             v.put("name", jv.getName());
@@ -560,6 +571,10 @@ final class Runner {
                 attempts.put(t, a);
                 if (a > 0) {
                     restarted.add(t);
+                }
+                if (a > 0) {
+                    // When the last restart deployed it (wall clock, ms): the order regions restarted in.
+                    deployedAt.put(t, ev.getCurrentExecutionAttempt().getStateTimestamp(ExecutionState.DEPLOYING));
                 }
                 subs.add(Map.of("subtask", ev.getParallelSubtaskIndex(), "attempt", a, "status",
                         ev.getExecutionState().name()));
@@ -582,6 +597,7 @@ final class Runner {
         }
         pt.put("attempts", attempts);
         pt.put("restartedSubtasks", restarted);
+        pt.put("redeployedAt", deployedAt);
         List<Object> ex = new ArrayList<>();
         for (RootExceptionHistoryEntry e : info.getExceptionHistory()) {
             ex.add(exception(e, true));
