@@ -816,11 +816,7 @@ func TestBrowserToolbarAndTaskManagerColumnFit(t *testing.T) {
 			name := fmt.Sprintf("%s %s", strings.SplitN(p, "?", 2)[0], lang)
 			rows := eval[int](j.browserEnv, jsToolbarRows)
 			j.window(fmt.Sprintf("toolbar-1280-%s-%s", lang, strings.Trim(strings.ReplaceAll(strings.SplitN(p, "?", 2)[0], "/", "-"), "-")))
-			if lang == "zh" || !strings.HasPrefix(p, "/lessons/") {
-				require.LessOrEqual(t, rows, 2, "%s: the toolbar wraps into %d rows at 1280×800", name, rows)
-			} else {
-				t.Logf("%s: the toolbar takes %d rows at 1280×800", name, rows)
-			}
+			require.LessOrEqual(t, rows, 2, "%s: the toolbar wraps into %d rows at 1280×800", name, rows)
 			j.fits(name)
 		}
 	}
