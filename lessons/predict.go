@@ -63,8 +63,10 @@ type Prediction struct {
 	//     keyed state from the TaskManagers' local copies (yes/no): only with
 	//     state.backend.local-recovery on, and only when the failure leaves
 	//     the TaskManager (and its disk) alive — a crashed subtask, not a lost
-	//     TaskManager (TaskManager set). A lost TaskManager is answered only
-	//     when every subtask ran on it (restoresLocally);
+	//     TaskManager (TaskManager set). A lost TaskManager is answered when
+	//     the restarted subtasks with keyed state all ran on it (no) or none
+	//     did (yes), and refused when the restore is partly local
+	//     (restoresLocally);
 	//   - "upgrade-accepted": will the step's upgrade action start the
 	//     changed job from the savepoint (yes/no), as
 	//     Checkpoints.loadAndValidateCheckpoint decides: no when state of
@@ -456,21 +458,30 @@ func ttlRead(pf *predictFile, js *jobState) (*Prediction, error) {
 // With it, a crashed subtask (no TaskManager lost) restarts in its previous
 // slot on the same TaskManager (PreviousAllocationSlotSelectionStrategy) and
 // reads its local copy: yes. A lost TaskManager takes its disk and the
-// copies on it; its subtasks read checkpoint storage. The answer is an exact
-// no only when every subtask ran on that TaskManager (lesson 15: all on
-// tm-1). When the job also ran on a TaskManager that survives, those of its
-// subtasks that restart (their pipelined region restarts with the lost
-// ones, or the whole job under full failover) keep their slots and read
-// their local copies while the lost TaskManager's read checkpoint storage:
-// the restore is then partly local, neither yes nor no. This predictor does
-// not work out which regions restart, so it refuses that case; and it
-// refuses a lost TaskManager that runs no subtask (nothing restores). The
-// placement is the
-// job's first one, as the engine makes it (core.tryAllocate): slot sharing
-// needs as many slots as the highest parallelism (in reactive mode every
-// slot), and subtask i takes the i-th free slot, tm-1's first. A lesson
-// that asks after it moved subtasks (an earlier lost TaskManager) is not
-// covered.
+// copies on it: its subtasks restart on the other TaskManagers and read
+// checkpoint storage, while the restarted subtasks of the TaskManagers that
+// survive keep their slots and read their local copies. Which subtasks
+// restart is the union of the pipelined regions of the lost TaskManager's
+// subtasks (every subtask under full failover or in reactive mode), as the
+// engine's regionsOf and Flink's RestartPipelinedRegionFailoverStrategy
+// give it; which of them hold keyed state follows from their operators. The
+// answer is no when every restarted subtask with keyed state ran on the lost
+// TaskManager, yes when none did; when some did and some did not, the
+// restore is partly local, neither yes nor no, and the question is refused,
+// as it is for a lost TaskManager that runs no subtask (nothing restores),
+// for a restart that restores no keyed state, and for a cluster left with
+// too few slots (the job waits instead of restoring).
+//
+// The placement is the job's first one, as the engine makes it
+// (core.assignSlots): slot sharing needs as many slots as the highest
+// parallelism (in reactive mode every slot), and the subtasks of index i
+// share the i-th slot, tm-1's slots first. With local recovery a restart
+// keeps every subtask in its previous slot and a rescale keeps each index's
+// slot, so the placement holds until a TaskManager is lost; a lesson that
+// asks after an earlier lost TaskManager is not covered. Like the yes for a
+// crashed subtask, the answer takes it that a checkpoint (not a savepoint)
+// completed since the job last started and that each keyed subtask holds
+// state in it.
 func restoresLocally(pf *predictFile, js *jobState) (*Prediction, error) {
 	yn := func(b bool) (*Prediction, error) {
 		return &Prediction{Kind: pf.Kind, Choices: []string{Yes, No}, Answer: yesNo(b)}, nil
@@ -481,20 +492,75 @@ func restoresLocally(pf *predictFile, js *jobState) (*Prediction, error) {
 	if pf.TaskManager == "" {
 		return yn(true)
 	}
+	const refused = "For a lost TaskManager this prediction is answered only when the restarted subtasks that hold keyed state all ran on it (no) or none did (yes)"
 	per := js.spec.Cluster.SlotsPerTaskManager
+	par := map[string]int{}
 	need := 0
+	for i := range js.spec.Operators {
+		o := &js.spec.Operators[i]
+		par[o.ID] = js.parOf(o)
+		need = max(need, par[o.ID])
+	}
 	if js.spec.Cluster.Reactive {
 		need = js.tms * per
+	}
+	k, err := strconv.Atoi(strings.TrimPrefix(pf.TaskManager, "tm-"))
+	if err != nil || !strings.HasPrefix(pf.TaskManager, "tm-") || k < 1 || k > js.tms {
+		return nil, fmt.Errorf("predict: restores-locally: unknown TaskManager %q (the job starts on tm-1..tm-%d)", pf.TaskManager, js.tms)
+	}
+	// Slot index i is on TaskManager i/per + 1.
+	lost := func(i int) bool { return i/per+1 == k }
+	failed := map[string]bool{}
+	for _, o := range js.spec.Operators {
+		for i := range par[o.ID] {
+			if lost(i) {
+				failed[fmt.Sprintf("%s#%d", o.ID, i)] = true
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return nil, fmt.Errorf("predict: restores-locally with %s lost: the subtasks take slots 0..%d, tm-1's first, %d per TaskManager, so none runs on %s and losing it restores nothing. %s", pf.TaskManager, need-1, per, pf.TaskManager, refused)
+	}
+	if (js.tms-1)*per < need {
+		return nil, fmt.Errorf("predict: restores-locally with %s lost: the job needs %d slots and the other TaskManagers offer %d, so it waits for resources instead of restoring. %s", pf.TaskManager, need, (js.tms-1)*per, refused)
+	}
+	restarted := map[string]bool{}
+	if js.spec.Cluster.Reactive || js.spec.Cluster.Failover == engine.FailoverFull {
+		for _, o := range js.spec.Operators {
+			for i := range par[o.ID] {
+				restarted[fmt.Sprintf("%s#%d", o.ID, i)] = true
+			}
+		}
 	} else {
-		for i := range js.spec.Operators {
-			need = max(need, js.parOf(&js.spec.Operators[i]))
+		for _, region := range js.spec.PipelinedRegions(par) {
+			if slices.ContainsFunc(region, func(n string) bool { return failed[n] }) {
+				for _, n := range region {
+					restarted[n] = true
+				}
+			}
+		}
+	}
+	var remote, local []string
+	for _, o := range js.spec.Operators {
+		if !keyedKind(o.Kind) {
+			continue
+		}
+		for i := range par[o.ID] {
+			n := fmt.Sprintf("%s#%d", o.ID, i)
+			switch {
+			case !restarted[n]:
+			case lost(i):
+				remote = append(remote, n)
+			default:
+				local = append(local, n)
+			}
 		}
 	}
 	switch {
-	case need > per:
-		return nil, fmt.Errorf("predict: restores-locally with %s lost: the job needs %d slots and a TaskManager has %d, so its subtasks run on more than one TaskManager; subtasks on a TaskManager that survives that restart too keep their previous slots and read their local copies while the lost TaskManager's read checkpoint storage, so the restore can be partly local, neither yes nor no. For a lost TaskManager this prediction is answered only when every subtask ran on it (at most slotsPerTaskManager slots, tm-1 lost)", pf.TaskManager, need, per)
-	case pf.TaskManager != "tm-1":
-		return nil, fmt.Errorf("predict: restores-locally with %s lost: every subtask runs on tm-1 (the first free slots), none on %s, so losing it restores nothing. For a lost TaskManager this prediction is answered only when every subtask ran on it (at most slotsPerTaskManager slots, tm-1 lost)", pf.TaskManager, pf.TaskManager)
+	case len(remote) > 0 && len(local) > 0:
+		return nil, fmt.Errorf("predict: restores-locally with %s lost: %s ran there and restore from checkpoint storage, while %s keep their slots on the other TaskManagers and read their local copies, so the restore is partly local, neither yes nor no. %s", pf.TaskManager, strings.Join(remote, ", "), strings.Join(local, ", "), refused)
+	case len(remote)+len(local) == 0:
+		return nil, fmt.Errorf("predict: restores-locally with %s lost: no restarted subtask holds keyed state, so the restore reads none. %s", pf.TaskManager, refused)
 	}
-	return yn(false)
+	return yn(len(remote) == 0)
 }
