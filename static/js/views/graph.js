@@ -99,6 +99,7 @@ export class GraphView {
       disabled: this.readOnly, dataset: { focus: `op:${op.id}:p` }, 'aria-label': t('graph.parInput', { op: op.id, max }), title: t('graph.parInput', { op: op.id, max }) });
     let sent = null; // leaving the field after Enter does not ask again; Enter does
     const apply = () => {
+      delete input.dataset.edited; // a rebuild from here on shows the run's parallelism
       const v = Number(input.value);
       const cur = this.model.operator(op.id)?.parallelism ?? op.parallelism;
       if (v === sent) return;
@@ -121,7 +122,8 @@ export class GraphView {
     };
     // Enter or leaving the field rescales; the arrow keys only change the
     // number (a 'change' event per arrow press would rescale at every step).
-    input.addEventListener('blur', apply);
+    input.addEventListener('input', () => { input.dataset.edited = '1'; });
+    input.addEventListener('blur', () => { if (!this.rebuilding) apply(); }); // not a half-typed number a rebuild removes
     input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); e.stopPropagation(); sent = null; apply(); } });
     return input;
   }
@@ -383,10 +385,20 @@ export class GraphView {
 
   // build creates every element of the current shape.
   build(L) {
-    // Keep the keyboard focus on the same control across a rebuild.
-    const focused = this.overlay.contains(document.activeElement) ? document.activeElement.dataset.focus : null;
-    this.buildShape(L);
-    if (focused) this.overlay.querySelector(`[data-focus="${CSS.escape(focused)}"]`)?.focus();
+    // Keep the keyboard focus on the same control across a rebuild, and
+    // what the person has typed into a parallelism field so far: a rebuild
+    // between their digits and Enter made the new field show the old
+    // parallelism, and Enter then asked for nothing (a site journey under
+    // load typed 3 into count's field and the job stayed at 2).
+    const active = this.overlay.contains(document.activeElement) ? document.activeElement : null;
+    const focused = active ? active.dataset.focus : null;
+    const typed = active && active.dataset.edited ? active.value : null;
+    this.rebuilding = true;
+    try { this.buildShape(L); } finally { this.rebuilding = false; }
+    const el = focused ? this.overlay.querySelector(`[data-focus="${CSS.escape(focused)}"]`) : null;
+    if (!el) return;
+    if (typed !== null && el.tagName === 'INPUT') { el.value = typed; el.dataset.edited = '1'; }
+    el.focus();
   }
 
   buildShape(L) {
