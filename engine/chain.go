@@ -11,8 +11,8 @@ import (
 // the chain of its upstream operator when
 //
 //  1. it has exactly one input edge (isChainable: getInEdges().size() == 1),
-//  2. chaining is on for the job (pipeline.operator-chaining, Flink's
-//     default true; StateLab's JobSpec.Chaining),
+//  2. chaining is on for the job (pipeline.operator-chaining, on unless
+//     JobSpec.Chaining says false, as Flink's default),
 //  3. both are in the same slot sharing group (StateLab has only Flink's
 //     "default" group, so this rule always holds),
 //  4. neither opted out: the downstream operator is not the head of a new
@@ -38,12 +38,18 @@ const (
 	ChainDisable  = "disable"   // disableChaining(): ChainingStrategy.NEVER
 )
 
-// ChainingEnabled reports pipeline.operator-chaining for the job.
-// StateLab's default is off, unlike Flink's (true): the lessons and the
-// teaching views show every operator as its own task with its own channels,
-// and a lesson that crashes one operator crashes that operator alone. A spec
-// turns Flink's behaviour on with chaining: true.
-func (s *JobSpec) ChainingEnabled() bool { return s.Chaining != nil && *s.Chaining }
+// ChainingEnabled reports pipeline.operator-chaining for the job: on unless
+// the spec says chaining: false, Flink's default (PipelineOptions.
+// OPERATOR_CHAINING, DefaultChaining). A job that shows every operator as
+// its own task with its own channels — the lessons' and the sandbox's jobs,
+// so that crashing one operator crashes that operator alone — turns it off
+// explicitly, as a Flink program calls env.disableOperatorChaining().
+func (s *JobSpec) ChainingEnabled() bool {
+	if s.Chaining == nil {
+		return DefaultChaining
+	}
+	return *s.Chaining
+}
 
 // validateChaining checks the chaining fields of a spec.
 func (s *JobSpec) validateChaining() error {
@@ -96,7 +102,7 @@ func (s *JobSpec) chainable(ei int, par map[string]int) (bool, ChainRule, error)
 	case n != 1:
 		return false, ChainRuleInputs, fmt.Errorf("%w: %s has %d inputs; Flink chains only an operator with a single input edge", errNotChainable, e.To, n)
 	case !s.ChainingEnabled():
-		return false, ChainRuleDisabled, fmt.Errorf("%w: pipeline.operator-chaining is off for the job (chaining: false or unset)", errNotChainable)
+		return false, ChainRuleDisabled, fmt.Errorf("%w: pipeline.operator-chaining is off for the job (chaining: false)", errNotChainable)
 	case down.Chain == ChainStartNew:
 		return false, ChainRuleStrategy, fmt.Errorf("%w: %s starts a new chain (startNewChain())", errNotChainable, e.To)
 	case down.Chain == ChainDisable:

@@ -31,9 +31,7 @@ func TestMeasureChainingAndUnaligned(t *testing.T) {
 		s := chainedWordCount(lines, 2)
 		s.Runtime.FIFO = false
 		s.Checkpointing.Interval = Duration(20 * time.Millisecond)
-		if !chained {
-			s.Chaining = nil
-		}
+		s.Chaining = &chained
 		return s
 	}
 	runLive := func(chained bool) (time.Duration, time.Duration) {

@@ -34,13 +34,17 @@ func TestChainableRules(t *testing.T) {
 	ok, _, err := base().chainable(0, nil)
 	require.NoError(t, err)
 	require.True(t, ok, "source -> tokenizer, forward, same parallelism, chaining on")
+	unset := base()
+	unset.Chaining = nil
+	ok, _, err = unset.chainable(0, nil)
+	require.NoError(t, err)
+	require.True(t, ok, "a spec without chaining: chains (pipeline.operator-chaining defaults to true)")
 
 	cases := []struct {
 		name   string
 		change func(s *JobSpec)
 		rule   ChainRule
 	}{
-		{"chaining unset (StateLab's default)", func(s *JobSpec) { s.Chaining = nil }, ChainRuleDisabled},
 		{"pipeline.operator-chaining false", func(s *JobSpec) { s.Chaining = &off }, ChainRuleDisabled},
 		{"startNewChain on the downstream operator", func(s *JobSpec) { s.Operators[1].Chain = ChainStartNew }, ChainRuleStrategy},
 		{"disableChaining on the downstream operator", func(s *JobSpec) { s.Operators[1].Chain = ChainDisable }, ChainRuleStrategy},
@@ -149,7 +153,8 @@ func TestChainedWordCountStepper(t *testing.T) {
 // above is not passing for a job that never chains.
 func TestUnchainedWordCountUsesChannels(t *testing.T) {
 	spec := chainedWordCount(200, 2)
-	spec.Chaining = nil
+	off := false
+	spec.Chaining = &off
 	s, _ := newTestStepper(t, spec)
 	runToEnd(t, s)
 	for _, ch := range s.Snapshot().Channels {

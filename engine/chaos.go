@@ -131,10 +131,10 @@ func (cfg *ChaosConfig) jobSpec() *JobSpec {
 	if cfg.Job == ChaosAlerts {
 		spec = AlertsChaosSpec(cfg.Seed, cfg.Records, cfg.Backend, cfg.Sink)
 	}
-	if cfg.Chaining {
-		on := true
-		spec.Chaining = &on
-	}
+	// Every operator its own task unless the run asks for Flink's default
+	// (pipeline.operator-chaining on: source -> tokenizer is one task).
+	chaining := cfg.Chaining
+	spec.Chaining = &chaining
 	spec.Checkpointing.Unaligned = cfg.Unaligned
 	return spec
 }

@@ -80,6 +80,13 @@ const (
 	// faster path. Job time: at the teaching pace (one real second is 20 ms
 	// of job time) it is 5 s on screen; 50 s would be 40 minutes.
 	DefaultHeartbeatTimeout = 100 * time.Millisecond
+
+	// DefaultChaining is pipeline.operator-chaining.enabled (its
+	// deprecated key pipeline.operator-chaining; PipelineOptions.
+	// OPERATOR_CHAINING): true, operators chain where
+	// StreamingJobGraphGenerator.isChainable allows. A job spec without
+	// chaining: gets it (chain.go).
+	DefaultChaining = true
 )
 
 // FlinkDefault is one default as docs/flink-fidelity.md lists it.
@@ -105,5 +112,6 @@ var FlinkDefaults = []FlinkDefault{
 	{Option: "restart-strategy.exponential-delay.*", Class: "ExponentialDelayRestartBackoffTimeStrategy", Value: "initial 1 s, max 1 min, multiplier 1.5, jitter 0.1, reset threshold 1 h, attempts unlimited"},
 	{Option: "jobmanager.execution.failover-strategy", Class: "RestartPipelinedRegionFailoverStrategy", Value: "region"},
 	{Option: "slot.request.timeout", Class: "JobManagerOptions", Value: "5 min"},
+	{Option: "pipeline.operator-chaining.enabled (pipeline.operator-chaining)", Class: "PipelineOptions, StreamingJobGraphGenerator", Value: "true"},
 	{Option: "heartbeat.timeout", Class: "HeartbeatManagerOptions", Value: "50 s", StateLab: "100 ms (stands for the resource manager seeing the process exit; set cluster.heartbeatTimeout to 50s for Flink's)"},
 }

@@ -154,8 +154,10 @@
 //
 // # Operator chaining (chain.go)
 //
-// With chaining: true (pipeline.operator-chaining; StateLab's default is
-// off) an operator joins its upstream operator's chain by Flink's rules
+// Unless the spec says chaining: false (pipeline.operator-chaining, on by
+// default as in Flink; the lessons' and sandbox's jobs turn it off so that
+// every operator is its own task) an operator joins its upstream operator's
+// chain by Flink's rules
 // (single input, forward edge, equal parallelism, neither
 // disableChaining nor a startNewChain downstream). A chain is one task: its
 // head's subtask hands elements to the next operator by a method call (the

@@ -38,6 +38,9 @@ func TestFlinkDefaultsFillSpec(t *testing.T) {
 	assert.Equal(t, 0, c.TolerableFailed, "execution.checkpointing.tolerable-failed-checkpoints")
 	assert.Equal(t, "region", spec.Cluster.Failover, "jobmanager.execution.failover-strategy")
 	assert.Equal(t, 5*time.Minute, spec.Cluster.SlotRequestTimeout.D(), "slot.request.timeout")
+	assert.Nil(t, spec.Chaining)
+	assert.True(t, spec.ChainingEnabled(), "pipeline.operator-chaining.enabled (PipelineOptions.OPERATOR_CHAINING) is true")
+	assert.Equal(t, "Source: source -> tokenizer", spec.Chains(nil)[0].Name, "source -> tokenizer is forward at equal parallelism: one task")
 	e := spec.Effective()
 	assert.Equal(t, RestartSpec{Strategy: "exponential-delay", Attempts: 1<<31 - 1, Delay: Duration(time.Second),
 		MaxBackoff: Duration(time.Minute), Multiplier: 1.5, Jitter: 0.1, ResetThreshold: Duration(time.Hour)}, e,

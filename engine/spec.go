@@ -130,9 +130,9 @@ type JobSpec struct {
 	Cluster       ClusterSpec       `json:"cluster" yaml:"cluster"`
 	Restart       RestartSpec       `json:"restart" yaml:"restart"`
 	Runtime       RuntimeSpec       `json:"runtime" yaml:"runtime"`
-	// Chaining is pipeline.operator-chaining (chain.go): true chains
-	// operators as Flink does by default; unset or false keeps every
-	// operator its own task (StateLab's default).
+	// Chaining is pipeline.operator-chaining (chain.go): unset or true
+	// chains operators as Flink does by default (DefaultChaining); false
+	// keeps every operator its own task (env.disableOperatorChaining()).
 	Chaining *bool `json:"chaining,omitempty" yaml:"chaining,omitempty"`
 }
 

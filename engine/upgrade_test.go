@@ -7,6 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// unchained says chaining: false on spec (Flink's
+// env.disableOperatorChaining()): the tests of generated IDs that count
+// places in an unchained topology say so, since a spec without it chains.
+func unchained(spec *JobSpec) *JobSpec {
+	off := false
+	spec.Chaining = &off
+	return spec
+}
+
 // withUIDs gives every operator of spec its name as uid.
 func withUIDs(spec *JobSpec) *JobSpec {
 	for i := range spec.Operators {
@@ -20,7 +29,7 @@ func withUIDs(spec *JobSpec) *JobSpec {
 // it; a uid keeps an operator's ID whatever changes around it; a parallelism
 // or a kind is not part of it.
 func TestOperatorIDsFollowTopologyUnlessUID(t *testing.T) {
-	base := wordCount(100, 2, 2, 0)
+	base := unchained(wordCount(100, 2, 2, 0))
 	require.NoError(t, base.Validate())
 	ids := base.OperatorIDs()
 	require.Len(t, ids, 4)
@@ -41,7 +50,7 @@ func TestOperatorIDsFollowTopologyUnlessUID(t *testing.T) {
 
 	par, _, _, err := changedSpec(base, Command{Name: CmdUpgrade, Change: ChangeSetParallelism, Operator: "count", Parallelism: 3})
 	require.NoError(t, err)
-	assert.Equal(t, ids, par.OperatorIDs(), "parallelism is not part of a generated ID (no chaining in StateLab)")
+	assert.Equal(t, ids, par.OperatorIDs(), "parallelism is not part of a generated ID (of an unchained job; chained, it decides which edges chain)")
 
 	kind := base.Clone()
 	kind.Operators[2].Kind = KindSum
@@ -61,7 +70,7 @@ func TestOperatorIDsFollowTopologyUnlessUID(t *testing.T) {
 // chainable output): turning chaining on, or disableChaining() on the
 // tokenizer, changes the source's ID and every later one; a uid keeps it.
 func TestGeneratedIDsFollowChains(t *testing.T) {
-	off := wordCount(100, 2, 2, 0)
+	off := unchained(wordCount(100, 2, 2, 0))
 	require.NoError(t, off.Validate())
 	on := off.Clone()
 	yes := true
@@ -69,6 +78,9 @@ func TestGeneratedIDsFollowChains(t *testing.T) {
 	require.NoError(t, on.Validate())
 	a, b := off.OperatorIDs(), on.OperatorIDs()
 	assert.NotEqual(t, a["source"], b["source"], "source -> tokenizer chains: the source's hash covers it")
+	unset := off.Clone()
+	unset.Chaining = nil
+	assert.Equal(t, b, unset.OperatorIDs(), "a spec without chaining: chains, as Flink's default")
 	assert.NotEqual(t, a["count"], b["count"], "an input's ID changed, so count's did")
 
 	broken := on.Clone()
@@ -115,7 +127,7 @@ func savepointOf(t *testing.T, spec *JobSpec) (*Stepper, int64, *eventLog) {
 // and the totals come out wrong. The upgrade's event says which operator
 // restores whose state.
 func TestUpgradeWithoutUIDsMovesState(t *testing.T) {
-	s, sp, log := savepointOf(t, wordCount(300, 2, 2, 0))
+	s, sp, log := savepointOf(t, unchained(wordCount(300, 2, 2, 0)))
 	before := map[string]string{}
 	for _, o := range s.Snapshot().Job.Operators {
 		before[o.ID] = o.OperatorID

@@ -89,7 +89,17 @@ func ExportRun(spec *engine.JobSpec, log []engine.LoggedCommand, maxRecords int,
 	if err != nil {
 		return fmt.Errorf("write the project's sources: %w", err)
 	}
-	jb, err := json.MarshalIndent(spec, "", "  ")
+	// job.json says chaining either way: flinkref's JobBuilder turns
+	// chaining off for a spec that leaves it out (the conformance
+	// harness's jobs), while such a StateLab spec chains, as Flink's
+	// default (engine.DefaultChaining).
+	js := spec
+	if js.Chaining == nil {
+		js = spec.Clone()
+		on := spec.ChainingEnabled()
+		js.Chaining = &on
+	}
+	jb, err := json.MarshalIndent(js, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -250,7 +250,8 @@ var etlTemplate = &JobTemplate{
 		Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 	build: func(s SandboxSettings) *engine.JobSpec {
 		return &engine.JobSpec{
-			Name: "etl",
+			Name:     "etl",
+			Chaining: new(false), // every operator its own box, as the other templates
 			Operators: []engine.OperatorSpec{
 				{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 2, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys}},
 				{ID: "map", Kind: engine.KindMap, Parallelism: 2, Options: map[string]any{"fn": "upper"}},

@@ -99,6 +99,11 @@ func (t *JobTemplate) Build(s SandboxSettings) (*engine.JobSpec, error) {
 // small; a learner can always type more records in.
 const sandboxRecords = 20_000
 
+// The sandbox's jobs turn operator chaining off (chaining: false, Flink's
+// env.disableOperatorChaining()): the graph shows every operator as its own
+// task, and crashing one crashes it alone. Flink's default is on; the form's
+// chaining setting turns it on (PipelineSettings).
+
 // Templates are the sandbox's jobs, in the order the chooser lists them.
 var Templates = []*JobTemplate{
 	{
@@ -107,7 +112,8 @@ var Templates = []*JobTemplate{
 		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "tokenizer": 2, "count": 2}, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
-				Name: "word-count",
+				Name:     "word-count",
+				Chaining: new(false), // every operator its own box (see Templates)
 				Operators: []engine.OperatorSpec{
 					{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 4, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys}},
 					{ID: "tokenizer", Kind: engine.KindTokenizer, Parallelism: 2},
@@ -128,7 +134,8 @@ var Templates = []*JobTemplate{
 		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "window": 2}, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 6, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
-				Name: "click-event-count",
+				Name:     "click-event-count",
+				Chaining: new(false), // every operator its own box (see Templates)
 				Operators: []engine.OperatorSpec{
 					{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 2, "generator": engine.GeneratorClicks, "records": sandboxRecords, "pages": s.Keys}},
 					{ID: "window", Kind: engine.KindWindowCount, Parallelism: 2},
@@ -147,7 +154,8 @@ var Templates = []*JobTemplate{
 		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 1, "tokenizer": 2, "count": 2}, MaxParallelism: 10, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 20, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
-				Name: "five-partitions",
+				Name:     "five-partitions",
+				Chaining: new(false), // every operator its own box (see Templates)
 				Operators: []engine.OperatorSpec{
 					{ID: "source", Kind: engine.KindSource, Parallelism: 1, Options: map[string]any{"partitions": 5, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys}},
 					{ID: "tokenizer", Kind: engine.KindTokenizer, Parallelism: 2},
@@ -172,7 +180,8 @@ var Templates = []*JobTemplate{
 		Defaults: SandboxSettings{Backend: "memory", Parallelism: map[string]int{"source": 2, "alerts": 2}, Interval: 200 * time.Millisecond, TaskManagers: 2, Slots: 1, Seed: 1, Keys: 50, Driver: DriverStepper, Sink: engine.SinkExactlyOnce},
 		build: func(s SandboxSettings) *engine.JobSpec {
 			return &engine.JobSpec{
-				Name: "silence-alerts",
+				Name:     "silence-alerts",
+				Chaining: new(false), // every operator its own box (see Templates)
 				Operators: []engine.OperatorSpec{
 					{ID: "source", Kind: engine.KindSource, Parallelism: 2, Options: map[string]any{"partitions": 4, "generator": engine.GeneratorWords, "records": sandboxRecords, "keys": s.Keys, "wordsPerLine": 1}},
 					{ID: "alerts", Kind: engine.KindAlerts, Parallelism: 2, Options: map[string]any{"timeout": "200ms"}},

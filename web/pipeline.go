@@ -14,11 +14,11 @@ import (
 // clients depend on them (docs/protocol.md).
 
 // PipelineSettings are the sandbox settings of chaining and unaligned
-// checkpoints. Zero values keep StateLab's defaults: no chaining (Flink
-// chains by default; chaining=true turns it on), aligned checkpoints (as
-// Flink's default).
+// checkpoints. Zero values keep the template's: no chaining (every
+// template says chaining: false; Flink chains by default, and
+// chaining=true turns it on), aligned checkpoints (as Flink's default).
 type PipelineSettings struct {
-	// Chaining is pipeline.operator-chaining: "" (StateLab's default, off),
+	// Chaining is pipeline.operator-chaining: "" (the template's, off),
 	// "true" or "false".
 	Chaining string
 	// Unaligned is execution.checkpointing.unaligned.

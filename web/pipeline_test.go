@@ -10,8 +10,9 @@ import (
 )
 
 // The chaining and unaligned checkpoint settings reach the engine's spec
-// and a scenario rebuilds them; without them the sandbox keeps StateLab's
-// defaults (no chaining, aligned checkpoints).
+// and a scenario rebuilds them; without them the sandbox keeps the
+// templates' settings: chaining: false, said in the spec (Flink's default
+// is on), and aligned checkpoints.
 func TestPipelineSettingsBuildTheSpec(t *testing.T) {
 	tpl, ok := Template("etl")
 	require.True(t, ok)
@@ -39,9 +40,57 @@ func TestPipelineSettingsBuildTheSpec(t *testing.T) {
 	require.NoError(t, err)
 	spec, err = tpl.Build(set)
 	require.NoError(t, err)
-	assert.Nil(t, spec.Chaining)
+	require.NotNil(t, spec.Chaining, "the template says chaining: false, not Flink's default")
+	assert.False(t, *spec.Chaining)
 	assert.False(t, spec.Checkpointing.Unaligned)
 	assert.Len(t, spec.Chains(nil), 3, "no chaining: every operator is its own task")
+	back, err = settingsFromSpec(tpl, spec)
+	require.NoError(t, err)
+	assert.Equal(t, "false", back.Get("chaining"), "a scenario carries the setting")
+}
+
+// Every sandbox template says chaining: false (a spec without it chains,
+// as Flink's pipeline.operator-chaining does by default), so its graph has
+// one task per operator, each named as Flink's Web UI names a lone operator.
+func TestTemplatesTurnChainingOff(t *testing.T) {
+	for _, tpl := range Templates {
+		set, err := ParseSettings(tpl, url.Values{})
+		require.NoError(t, err, tpl.ID)
+		spec, err := tpl.Build(set)
+		require.NoError(t, err, tpl.ID)
+		require.NotNil(t, spec.Chaining, tpl.ID)
+		assert.False(t, *spec.Chaining, tpl.ID)
+		assert.Len(t, spec.Chains(nil), len(spec.Operators), tpl.ID)
+	}
+}
+
+// A share link or scenario file of version 1 without the chaining setting
+// was made when a sandbox job without it ran unchained: it replays
+// unchained, and one that says chaining=true replays chained. The
+// scenarios are written as such a link's JSON, not made by this code.
+func TestOldScenarioWithoutChainingStaysUnchained(t *testing.T) {
+	for _, tc := range []struct {
+		settings string
+		chains   []string
+	}{
+		{`{}`, []string{"Source: source", "map", "Sink: sink"}},
+		{`{"chaining":"true"}`, []string{"Source: source -> map -> Sink: sink"}},
+		{`{"chaining":"false"}`, []string{"Source: source", "map", "Sink: sink"}},
+	} {
+		var sc Scenario
+		require.NoError(t, decodeScenario([]byte(`{"format":"statelab-scenario","version":1,"template":"etl","settings":`+tc.settings+`,"seed":5,"step":100,"commands":[]}`), &sc))
+		link, err := ShareLink(sc)
+		require.NoError(t, err)
+		back, err := ParseShareLink(link)
+		require.NoError(t, err)
+		run, pe := runOf(back)
+		require.Nil(t, pe, tc.settings)
+		var names []string
+		for _, c := range run.Spec.Chains(nil) {
+			names = append(names, c.Name)
+		}
+		assert.Equal(t, tc.chains, names, tc.settings)
+	}
 }
 
 func TestPipelineSettingsErrors(t *testing.T) {

@@ -260,6 +260,13 @@ func runWithin(sc Scenario, lim Limits) (RunConfig, *protoError) {
 	for k, v := range sc.Settings {
 		q.Set(k, v)
 	}
+	if sc.Version == 1 && q.Get("chaining") == "" {
+		// Version 1 scenarios were first made when a job without
+		// chaining ran unchained (StateLab's default then, Flink's is
+		// on): an old link without the setting keeps that meaning,
+		// whatever a template says now. New ones always carry it.
+		q.Set("chaining", "false")
+	}
 	q.Set("seed", strconv.FormatInt(sc.Seed, 10))
 	q.Set("driver", DriverStepper)
 	set, err := parseSettings(t, q, lim)
