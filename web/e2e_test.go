@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -155,7 +154,16 @@ func newBrowserFor(t *testing.T, d time.Duration, mod func(*Config)) *browserEnv
 		}
 		t.Skip("no chromium; set E2E=1 to require it")
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The server's log goes to a buffer the test prints when it fails: a
+	// journey that times out on a busy machine then says what the server
+	// did (a refused command, a reset, a lesson replay).
+	serverLog := &testLog{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log, last %d lines:\n%s", testLogLines, serverLog.tail())
+		}
+	})
+	logger := slog.New(slog.NewTextHandler(serverLog, nil))
 	cfg := Config{DataDir: t.TempDir(), Engines: NewEngine(logger), Logger: logger}
 	if mod != nil {
 		mod(&cfg)
@@ -180,6 +188,34 @@ func newBrowserFor(t *testing.T, d time.Duration, mod func(*Config)) *browserEnv
 	})
 	require.NoError(t, chromedp.Do(ctx), "open a tab")
 	return &browserEnv{t: t, ctx: ctx, url: hs.URL, srv: srv}
+}
+
+// testLogLines is how many of the server's last log lines a failed browser
+// test prints.
+const testLogLines = 80
+
+// testLog keeps the server's last testLogLines log lines.
+type testLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l.lines = append(l.lines, line)
+	}
+	if n := len(l.lines); n > testLogLines {
+		l.lines = append(l.lines[:0:0], l.lines[n-testLogLines:]...)
+	}
+	return len(p), nil
+}
+
+func (l *testLog) tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 func (b *browserEnv) run(actions ...chromedp.Action[chromedp.Void]) {

@@ -235,13 +235,39 @@ func (j *journey) clickUntil(sel, what, cond string) {
 
 // TestJourneyPhoneAndLaptop opens every page at a phone's 390×844 and a
 // laptop's 1280×800, in English and Chinese: no page scrolls sideways and
-// axe-core finds no WCAG 2.1 AA violation.
+// axe-core finds no WCAG 2.1 AA violation. Each size and language is a
+// subtest with a server and a tab of its own, run in parallel: one tab
+// visiting all 136 pages one after another was the package's longest test
+// (355 s under load, the others long finished).
 func TestJourneyPhoneAndLaptop(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	cat, err := lessons.Default()
+	require.NoError(t, err)
+	// Filters for working on one page: JOURNEY_PAGES (comma-separated parts
+	// of paths), JOURNEY_SIZES ("390" or "1280"), JOURNEY_LANGS ("en" or "zh").
+	only := os.Getenv("JOURNEY_PAGES")
+	for _, size := range [][2]int64{{390, 844}, {1280, 800}} {
+		if v := os.Getenv("JOURNEY_SIZES"); v != "" && !strings.Contains(v, fmt.Sprint(size[0])) {
+			continue
+		}
+		for _, lang := range []string{"en", "zh"} {
+			if v := os.Getenv("JOURNEY_LANGS"); v != "" && !strings.Contains(v, lang) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%d-%s", size[0], lang), func(t *testing.T) {
+				t.Parallel()
+				phoneAndLaptop(t, cat, size, lang, only)
+			})
+		}
+	}
+}
+
+// phoneAndLaptop visits every page at one size in one language.
+func phoneAndLaptop(t *testing.T, cat *lessons.Catalog, size [2]int64, lang, only string) {
 	// Every live page starts a session of its own, and ended ones linger
 	// until their idle timeout: room for all of them.
-	b := newBrowserFor(t, 20*time.Minute, func(c *Config) { c.MaxSessions = 400 })
-	j := newJourney(b, "phone-laptop")
+	b := newBrowserFor(t, 20*time.Minute, func(c *Config) { c.MaxSessions = 200 })
+	j := newJourney(b, "phone-laptop") // screenshots phone-laptop-SIZE-LANG-PAGE.png
 	room, err := b.srv.CreateClassroom(ClassroomRequest{Template: "wordcount"}, b.url)
 	require.NoError(t, err)
 	pagesToVisit := []string{"/", "/sandbox", "/sandbox/live?template=wordcount&seed=1", "/lessons", "/course", "/teaching", "/glossary",
@@ -252,54 +278,39 @@ func TestJourneyPhoneAndLaptop(t *testing.T) {
 			pagesToVisit = append(pagesToVisit, "/savepoint")
 		}
 	}
-	cat, err := lessons.Default()
-	require.NoError(t, err)
 	for _, l := range cat.Lessons {
 		pagesToVisit = append(pagesToVisit, "/lessons/"+l.Slug)
 	}
-	// Filters for working on one page: JOURNEY_PAGES (comma-separated parts
-	// of paths), JOURNEY_SIZES ("390" or "1280"), JOURNEY_LANGS ("en" or "zh").
-	only := os.Getenv("JOURNEY_PAGES")
-	for _, size := range [][2]int64{{390, 844}, {1280, 800}} {
-		if v := os.Getenv("JOURNEY_SIZES"); v != "" && !strings.Contains(v, fmt.Sprint(size[0])) {
+	j.run(chromedp.EmulateViewport(size[0], size[1]))
+	for _, p := range pagesToVisit {
+		if only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(s string) bool { return strings.Contains(p, s) }) {
 			continue
 		}
-		j.run(chromedp.EmulateViewport(size[0], size[1]))
-		for _, lang := range []string{"en", "zh"} {
-			if v := os.Getenv("JOURNEY_LANGS"); v != "" && !strings.Contains(v, lang) {
-				continue
-			}
-			for _, p := range pagesToVisit {
-				if only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(s string) bool { return strings.Contains(p, s) }) {
-					continue
-				}
-				sep := "?"
-				if strings.Contains(p, "?") {
-					sep = "&"
-				}
-				j.visit(p + sep + "lang=" + lang)
-				name := fmt.Sprintf("%s %s at %dx%d", p, lang, size[0], size[1])
-				j.fits(name)
-				j.accessible(name)
-				if strings.HasPrefix(p, "/lessons/") {
-					// Switching language keeps the step, but step 1 needs no jump to #step-1.
-					if eval[bool](j.browserEnv, `window.statelab?.model?.ready === true && document.querySelector('.step.current')?.dataset.step === '1'`) {
-						require.False(t, eval[bool](j.browserEnv, `[...document.querySelectorAll('[data-lang-link]')].some(a => a.href.endsWith('#step-1'))`), "%s: the language switch jumps to #step-1", name)
-					}
-				}
-				// Screenshots are named by page, never by a room's code or token.
-				slug := strings.Trim(strings.NewReplacer("/", "-", "?", "-", "=", "-", "&", "-").Replace(p), "-")
-				switch {
-				case slug == "":
-					slug = "home"
-				case strings.HasPrefix(p, "/join/"):
-					slug = "classroom-follower"
-				case strings.HasPrefix(p, "/classroom/"):
-					slug = "classroom-presenter"
-				}
-				j.window(fmt.Sprintf("%d-%s-%s", size[0], lang, slug))
+		sep := "?"
+		if strings.Contains(p, "?") {
+			sep = "&"
+		}
+		j.visit(p + sep + "lang=" + lang)
+		name := fmt.Sprintf("%s %s at %dx%d", p, lang, size[0], size[1])
+		j.fits(name)
+		j.accessible(name)
+		if strings.HasPrefix(p, "/lessons/") {
+			// Switching language keeps the step, but step 1 needs no jump to #step-1.
+			if eval[bool](j.browserEnv, `window.statelab?.model?.ready === true && document.querySelector('.step.current')?.dataset.step === '1'`) {
+				require.False(t, eval[bool](j.browserEnv, `[...document.querySelectorAll('[data-lang-link]')].some(a => a.href.endsWith('#step-1'))`), "%s: the language switch jumps to #step-1", name)
 			}
 		}
+		// Screenshots are named by page, never by a room's code or token.
+		slug := strings.Trim(strings.NewReplacer("/", "-", "?", "-", "=", "-", "&", "-").Replace(p), "-")
+		switch {
+		case slug == "":
+			slug = "home"
+		case strings.HasPrefix(p, "/join/"):
+			slug = "classroom-follower"
+		case strings.HasPrefix(p, "/classroom/"):
+			slug = "classroom-presenter"
+		}
+		j.window(fmt.Sprintf("%d-%s-%s", size[0], lang, slug))
 	}
 }
 
