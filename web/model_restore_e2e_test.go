@@ -22,17 +22,8 @@ import (
 // history.
 func TestBrowserModelKeysCheckpointsAcrossRestore(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
-	tpl, ok := Template("wordcount")
-	require.True(t, ok)
-	set, err := ParseSettings(tpl, url.Values{"seed": {"3"}, "retainedCheckpoints": {"3"}, "interval": {"100ms"}})
-	require.NoError(t, err)
-	spec, err := tpl.Build(set)
-	require.NoError(t, err)
-	var events []engine.Event
-	s, err := engine.NewStepper(spec, engine.Options{Dir: t.TempDir(), RecordEvents: func(e engine.Event) { events = append(events, e) }})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 4 }, 500000)
+	s, events := stepperFromTemplate(t, "wordcount", url.Values{"seed": {"3"}, "retainedCheckpoints": {"3"}, "interval": {"100ms"}})
+	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 4 }, 500000)
 	require.NoError(t, err)
 	before := s.Snapshot()
 	var retained []int64
@@ -41,7 +32,7 @@ func TestBrowserModelKeysCheckpointsAcrossRestore(t *testing.T) {
 	}
 	require.Len(t, retained, 3, "three retained checkpoints: %v", retained)
 	from := retained[0]
-	mark := len(events)
+	mark := len(*events)
 	require.NoError(t, s.Do(engine.Command{Name: engine.CmdRestore, Checkpoint: from}))
 	_, err = s.RunUntil(func(s *engine.Snapshot) bool {
 		h := s.Checkpoints.History
@@ -66,7 +57,7 @@ func TestBrowserModelKeysCheckpointsAcrossRestore(t *testing.T) {
 	b.run(chromedp.Navigate(b.url + "/"))
 	js := `(async () => { const { Model } = await import('/static/js/model.js'); const m = new Model();
 	  m.applySnapshot(` + toJSON(t, before) + `);
-	  const evs = ` + toJSON(t, events[mark:]) + `;
+	  const evs = ` + toJSON(t, (*events)[mark:]) + `;
 	  for (let i = 0; i < evs.length; i += 16) m.applyEvents(evs.slice(i, i + 16));
 	  return m.snap.checkpoints.history.map((c) => ({ id: c.id, status: c.status, triggerTime: c.triggerTime, acknowledged: c.acknowledged })); })()`
 	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]entry](js, chromedp.EvalAwaitPromise))
@@ -79,16 +70,7 @@ func TestBrowserModelKeysCheckpointsAcrossRestore(t *testing.T) {
 // again, and returns the snapshot before cmd and every event after it.
 func storyRun(t *testing.T, q url.Values, cmd engine.Command) (engine.Snapshot, []engine.Event) {
 	t.Helper()
-	tpl, ok := Template("etl")
-	require.True(t, ok)
-	set, err := ParseSettings(tpl, q)
-	require.NoError(t, err)
-	spec, err := tpl.Build(set)
-	require.NoError(t, err)
-	var events []engine.Event
-	s, err := engine.NewStepper(spec, engine.Options{Dir: t.TempDir(), RecordEvents: func(e engine.Event) { events = append(events, e) }})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s, events := stepperFromTemplate(t, "etl", q)
 	running := func(s *engine.Snapshot) bool {
 		for _, o := range s.Job.Operators {
 			for _, st := range o.Subtasks {
@@ -99,16 +81,34 @@ func storyRun(t *testing.T, q url.Values, cmd engine.Command) (engine.Snapshot, 
 		}
 		return s.Job.Status == engine.JobRunning
 	}
-	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && running(s) }, 500000)
+	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && running(s) }, 500000)
 	require.NoError(t, err)
 	before := s.Snapshot()
-	mark := len(events)
+	mark := len(*events)
 	require.NoError(t, s.Do(cmd))
 	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.Status != engine.JobRunning }, 500000)
 	require.NoError(t, err)
 	_, err = s.RunUntil(running, 500000)
 	require.NoError(t, err)
-	return before, events[mark:]
+	return before, (*events)[mark:]
+}
+
+// stepperFromTemplate starts a Stepper on the sandbox template name with
+// the settings q (as the sandbox form sends them), recording every event
+// into the slice it returns.
+func stepperFromTemplate(t *testing.T, name string, q url.Values) (*engine.Stepper, *[]engine.Event) {
+	t.Helper()
+	tpl, ok := Template(name)
+	require.True(t, ok, "template %s", name)
+	set, err := ParseSettings(tpl, q)
+	require.NoError(t, err)
+	spec, err := tpl.Build(set)
+	require.NoError(t, err)
+	events := new([]engine.Event)
+	s, err := engine.NewStepper(spec, engine.Options{Dir: t.TempDir(), RecordEvents: func(e engine.Event) { *events = append(*events, e) }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, events
 }
 
 // The story of a failure says what Flink restarts. With the default
