@@ -376,6 +376,24 @@ func catalogue() []*scenario {
 			check:      checkStorageCap,
 		},
 		{
+			name: "broken-latest-checkpoint",
+			claim: "A broken latest checkpoint (its state files deleted; the one before it intact and retained) fails the restore, " +
+				"and Flink does not fall back to the older one (CheckpointCoordinator.restoreLatestCheckpointedStateInternal " +
+				"always takes the latest): every restart tries the broken checkpoint again, each failed restore a new " +
+				"exponential-delay attempt (attempts 2, no jitter), until the strategy gives up and the job FAILED",
+			spec: withBackend(wordCount(2, "at-least-once", map[string]any{"interval": "100ms", "retained": 2},
+				map[string]any{"strategy": "exponential-delay", "attempts": 2, "delay": "300ms", "jitter": -1}), "fs"),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(43, 60, 3)}},
+			phases: []phase{{
+				flinkFaults:    []flinkFault{{Kind: breakLatest, Task: "source#0"}},
+				statelabFaults: []slFault{{cmd: breakLatest, task: "source#0"}},
+				holdInput:      true,
+			}},
+			slots: 4,
+			check: checkBrokenLatest,
+		},
+		{
 			name:       "taskmanager-lost",
 			claim:      "Losing a TaskManager fails every subtask it ran; with an all-to-all (hash) edge the whole job is one region and restarts from the latest checkpoint, results exactly once",
 			spec:       wordCount(2, "exactly-once", map[string]any{"interval": "50ms"}, map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"}),
@@ -1634,6 +1652,37 @@ func checkRegionFailover(j *judge, sl *slResult, fl *trace) {
 		j.equal("subtasks restarted", sl.phases[0].restarted, sorted(p.RestartedSubtasks))
 		j.equal("job statuses after the failure", jobPath(sl.phases[0].statusesAfterFault), flinkPath(&p))
 	}
+}
+
+// checkBrokenLatest: after the latest checkpoint is broken, every restore
+// tries it again, none falls back, and the restart strategy gives up.
+func checkBrokenLatest(j *judge, sl *slResult, fl *trace) {
+	require.NotEmpty(j.t, fl.Phases, "Flink ran the phase")
+	p := fl.Phases[0]
+	j.true("Flink broke a checkpoint", p.BrokenCheckpoint > 0, p.BrokenCheckpoint)
+	j.true("Flink's job FAILED", p.FinalStatus == "FAILED", p.FinalStatus)
+	restoredBroken := p.Checkpoints.LatestRestored != nil && p.Checkpoints.LatestRestored.ID == p.BrokenCheckpoint
+	j.true("Flink's last restore was of the broken checkpoint, not the one before", restoredBroken, p.Checkpoints.LatestRestored)
+	j.t.Logf("Flink: checkpoint %d broken, %d restore(s), job statuses %v", p.BrokenCheckpoint, p.Checkpoints.Restored, flinkPath(&p))
+	if sl == nil {
+		return
+	}
+	sp := sl.phases[0]
+	j.equal("final job status", sp.finalStatus, p.FinalStatus)
+	j.equal("job statuses after the checkpoint broke", jobPath(sp.statusesAfterFault), flinkPath(&p))
+	tried := 0
+	for _, id := range sp.restoreFailed {
+		if id == sp.brokenCheckpoint {
+			tried++
+		}
+	}
+	j.equal("restores of the broken latest checkpoint (StateLab: failed restores naming it; Flink: restores, the last of it)",
+		[]any{tried, len(sp.restoreFailed)}, []any{p.Checkpoints.Restored, p.Checkpoints.Restored})
+	// Not compared: Flink deploys the tasks, which then fail to read the
+	// missing files (each subtask's attempt number counts those deployments);
+	// StateLab checks the checkpoint's files (state.Storage.Verify) before it
+	// deploys, so a restore that fails deploys nothing.
+	j.t.Logf("restarts per subtask (not compared): StateLab %v, Flink %v", sp.deploys, p.Attempts)
 }
 
 // flinkAsync is Flink's CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION message.

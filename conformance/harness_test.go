@@ -189,7 +189,7 @@ type flinkPhase struct {
 }
 
 type flinkFault struct {
-	Kind         string `json:"kind"` // throw | stall-checkpoint | tm-lost
+	Kind         string `json:"kind"` // throw | stall-checkpoint | tm-lost | break-latest-checkpoint
 	Task         string `json:"task"`
 	AfterRecords int64  `json:"afterRecords,omitempty"`
 	Checkpoint   int64  `json:"checkpoint,omitempty"`
@@ -231,6 +231,9 @@ type phaseTrace struct {
 	// SavepointWatermarks: each alerts subtask's watermark when the phase
 	// stopped with its savepoint (with AwaitWatermark)
 	SavepointWatermarks map[string]int64 `json:"savepointWatermarks"`
+	// BrokenCheckpoint: the checkpoint a break-latest-checkpoint fault
+	// deleted the state files of
+	BrokenCheckpoint int64 `json:"brokenCheckpoint"`
 	// OperatorIDs: each vertex's operator ID (hex), by name
 	OperatorIDs map[string]string `json:"operatorIds"`
 	Failure     *struct {
@@ -256,7 +259,12 @@ type checkpointTrace struct {
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
 	Restored  int `json:"restored"`
-	History   []struct {
+	// LatestRestored: the checkpoint the JobManager last assigned to the
+	// tasks to restore (also when a task then failed to read it)
+	LatestRestored *struct {
+		ID int64 `json:"id"`
+	} `json:"latestRestored"`
+	History []struct {
 		ID        int64  `json:"id"`
 		Status    string `json:"status"`
 		Savepoint bool   `json:"savepoint"`

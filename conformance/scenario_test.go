@@ -112,6 +112,11 @@ type slFault struct {
 	whileRestarting time.Duration
 }
 
+// breakLatest is the slFault that deletes the state files of the latest
+// completed checkpoint (once two completed and none is in progress) and
+// then crashes task, as flinkref's break-latest-checkpoint does.
+const breakLatest = "break-latest-checkpoint"
+
 // stallSnapshot is the slFault that stalls one snapshot: not a command, an
 // engine option the harness sets when it starts the Stepper.
 const stallSnapshot = "stall-snapshot"

@@ -3,6 +3,8 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +49,10 @@ type slPhase struct {
 	checkpoints    engine.CheckpointCounts
 	// failedCheckpoints: the phase's failed checkpoints, oldest first
 	failedCheckpoints []failedCheckpoint
+	// brokenCheckpoint: the checkpoint a breakLatest fault broke; restoreFailed:
+	// the checkpoint each failed restore tried (from its event's message)
+	brokenCheckpoint int64
+	restoreFailed    []int64
 	// refused is the error of a rescale or upgrade StateLab refused
 	refused string
 	// operatorIDs: each operator's ID (hex), by operator id, once the phase runs
@@ -119,6 +125,13 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				}
 			}
 			return 0
+		}
+	}
+	for _, ph := range sc.phases {
+		for _, f := range ph.statelabFaults {
+			if f.cmd == breakLatest {
+				opts.Dir = t.TempDir() // checkpoint files the fault can delete
+			}
 		}
 	}
 	s, err := engine.NewStepper(js, opts)
@@ -237,10 +250,13 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			// A crash waits for its subtask to run again (after an earlier
 			// fault's restart), as Flink's throw fires in a running subtask.
 			due := func(sn *engine.Snapshot) bool {
+				if f.cmd == breakLatest && (sn.Checkpoints.Counts.Completed < 2 || sn.Checkpoints.Counts.InProgress > 0) {
+					return false
+				}
 				if f.whileRestarting > 0 && (sn.Job.Status != engine.JobRestarting || sn.At-lastFaultAt < f.whileRestarting) {
 					return false
 				}
-				return recordsIn(sn, f.task) >= f.afterRecords && (f.cmd != engine.CmdCrashSubtask || taskStatus(sn, f.task) == engine.TaskRunning)
+				return recordsIn(sn, f.task) >= f.afterRecords && ((f.cmd != engine.CmdCrashSubtask && f.cmd != breakLatest) || taskStatus(sn, f.task) == engine.TaskRunning)
 			}
 			if _, err := s.RunUntil(due, stepsPerPhase); err != nil {
 				return res, fmt.Errorf("phase %d: waiting for %s to take in %d records: %w", i, f.task, f.afterRecords, err)
@@ -249,6 +265,19 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				// Statuses and redeploys are counted from the first fault on (a
 				// scenario with several faults sees every restart they cause).
 				faultMark = len(events)
+			}
+			if f.cmd == breakLatest {
+				sn := s.Snapshot()
+				id, err := deleteLatestCheckpointFiles(opts.Dir, &sn)
+				if err != nil {
+					return res, fmt.Errorf("phase %d: %w", i, err)
+				}
+				p.brokenCheckpoint = id
+				if err := s.Do(engine.Command{Name: engine.CmdCrashSubtask, Task: f.task}); err != nil {
+					return res, fmt.Errorf("phase %d: crash %s: %w", i, f.task, err)
+				}
+				lastFaultAt = s.Snapshot().At
+				continue
 			}
 			tm := f.taskManager
 			if tm == "" && f.cmd == engine.CmdCrashTaskManager {
@@ -306,6 +335,13 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			if e.Kind == engine.EvRestore {
 				p.restores = append(p.restores, e)
 			}
+			if e.Kind == engine.EvRestoreFailed {
+				var id int64
+				if k := strings.Index(e.Message, "from checkpoint "); k >= 0 {
+					fmt.Sscanf(e.Message[k+len("from checkpoint "):], "%d", &id)
+				}
+				p.restoreFailed = append(p.restoreFailed, id)
+			}
 			if e.Kind == engine.EvTimerFired {
 				p.timersFired = append(p.timersFired, e)
 			}
@@ -342,6 +378,38 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	}
 	res.compare = cmp
 	return res, nil
+}
+
+// deleteLatestCheckpointFiles deletes every state file (all but
+// _metadata) of the latest retained checkpoint under dir and returns its id.
+func deleteLatestCheckpointFiles(dir string, sn *engine.Snapshot) (int64, error) {
+	var latest int64
+	for _, c := range sn.Checkpoints.Retained {
+		if !c.Savepoint && c.ID > latest {
+			latest = c.ID
+		}
+	}
+	if latest == 0 {
+		return 0, fmt.Errorf("no retained checkpoint to break")
+	}
+	chk := filepath.Join(dir, "checkpoints", sn.Job.CheckpointDir, fmt.Sprintf("chk-%d", latest))
+	entries, err := os.ReadDir(chk)
+	if err != nil {
+		return 0, fmt.Errorf("the latest checkpoint's directory: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Type().IsRegular() && e.Name() != "_metadata" {
+			if err := os.Remove(filepath.Join(chk, e.Name())); err != nil {
+				return 0, err
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("checkpoint %d has no state file in %s", latest, chk)
+	}
+	return latest, nil
 }
 
 func allRunning(sn *engine.Snapshot) bool {

@@ -349,6 +349,11 @@ func (c *core) deploy() {
 	if c.spec.Checkpointing.LocalRecovery && c.status == JobRestarting && c.ex != nil {
 		c.prevSlots = previousSlots(c.ex)
 	}
+	if c.status == JobRestarting {
+		// The restart the pending backoff led to happens now: a failure
+		// from here on (a restore that fails, too) comes after it.
+		c.rs.restarted = true
+	}
 	c.attempt++
 	// A new execution: no region restart of the old one is pending.
 	c.regions = nil

@@ -295,6 +295,7 @@ func (c *core) restartRegion(epoch int) {
 	}
 	r := c.regions[k]
 	c.regions = slices.Delete(c.regions, k, k+1)
+	c.rs.restarted = true // as in deploy: a failure from here on comes after this restart
 	ex := c.ex
 	// RESTARTING -> RUNNING once no region waits any more
 	// (DefaultScheduler.removeVerticesFromRestartPending).

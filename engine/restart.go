@@ -136,6 +136,12 @@ type restartState struct {
 	// next is exponential-delay's nextRestartTimestamp (valid when hasNext).
 	next    time.Duration
 	hasNext bool
+	// restarted: a restart happened since next was set. A failure after it
+	// (a restore that fails at the restart's own instant, too) is a new
+	// attempt: in Flink the restored tasks fail after they were deployed,
+	// so always after nextRestartTimestamp, and only a failure at or before
+	// it merges into the backoff.
+	restarted bool
 	// draws counts jitter draws: the jitter of draw n comes from a
 	// generator seeded with (job seed, n), so a replay or a fork draws the
 	// same backoffs.
@@ -164,12 +170,13 @@ func (st *restartState) notifyFailure(r RestartSpec, now time.Duration, seed int
 		return true, r.Delay.D()
 	case RestartExponentialDelay:
 		// Failures within a pending backoff merge into one attempt.
-		if !st.hasNext || now > st.next {
+		if !st.hasNext || now > st.next || st.restarted {
 			if !st.hasNext || now-st.next >= r.ResetThreshold.D() {
 				st.attempt = 0
 			}
 			st.next = now + st.backoff(r, seed)
 			st.hasNext = true
+			st.restarted = false
 			st.attempt++
 		}
 		return st.attempt <= r.Attempts, max(0, st.next-now)

@@ -14,7 +14,7 @@ public final class Faults {
 
     /** One fault. */
     public static final class Fault {
-        /** throw, stall-checkpoint or tm-lost. */
+        /** throw, stall-checkpoint, tm-lost or break-latest-checkpoint. */
         public String kind;
         /** "operator#subtask" the fault is attached to. */
         public String task;
@@ -52,6 +52,12 @@ public final class Faults {
 
     static final List<Fault> active = new CopyOnWriteArrayList<>();
 
+    /** The running job's checkpoint directory (its chk-N directories), for break-latest-checkpoint. */
+    static volatile java.io.File checkpointDir;
+
+    /** The checkpoint each task last snapshotted. */
+    static final java.util.Map<String, Long> lastSnapshot = new java.util.concurrent.ConcurrentHashMap<>();
+
     /** When the runner's status polls saw the job enter RESTARTING (System.nanoTime), or 0 when it is not. */
     static volatile long restartingSince;
 
@@ -59,6 +65,7 @@ public final class Faults {
         active.clear();
         active.addAll(faults);
         restartingSince = 0;
+        lastSnapshot.clear();
     }
 
     /** Whether a fault's restarting condition holds (always, for a fault without one). */
@@ -76,6 +83,9 @@ public final class Faults {
      */
     static void poll(String task) {
         for (Fault f : active) {
+            if ("break-latest-checkpoint".equals(f.kind) && task.equals(f.task)) {
+                breakLatest(f, task);
+            }
             if ("throw".equals(f.kind) && f.whileRestartingMillis >= 0 && task.equals(f.task)
                     && Trace.processedSoFar(task) >= f.afterRecords && restartingLongEnough(f)
                     && f.fired.compareAndSet(false, true)) {
@@ -96,8 +106,44 @@ public final class Faults {
         }
     }
 
+    /**
+     * break-latest-checkpoint: once at least two checkpoints completed (chk-N with its _metadata) and the latest
+     * is the last one task snapshotted, deletes that checkpoint's state files and fails task. It runs in the
+     * task's thread, which also snapshots it, so task has acknowledged no newer checkpoint: none can complete
+     * after the deletion, and the failover restores the broken one (the one before it stays intact).
+     */
+    private static void breakLatest(Fault f, String task) {
+        java.io.File dir = checkpointDir;
+        if (dir == null || f.fired.get()) {
+            return;
+        }
+        java.io.File[] chks = dir.listFiles((d, n) -> n.startsWith("chk-") && new java.io.File(d, n + "/_metadata").isFile());
+        if (chks == null || chks.length < 2) {
+            return;
+        }
+        long latest = -1;
+        for (java.io.File c : chks) {
+            latest = Math.max(latest, Long.parseLong(c.getName().substring("chk-".length())));
+        }
+        Long snap = lastSnapshot.get(task);
+        if (snap == null || snap != latest || !f.fired.compareAndSet(false, true)) {
+            return;
+        }
+        int deleted = 0;
+        java.io.File[] files = new java.io.File(dir, "chk-" + latest).listFiles();
+        for (java.io.File file : files == null ? new java.io.File[0] : files) {
+            if (file.isFile() && !file.getName().equals("_metadata") && file.delete()) {
+                deleted++;
+            }
+        }
+        f.checkpoint = latest;
+        throw new InjectedFailure("StateLab fault: " + task + " fails after deleting the " + deleted
+                + " state file(s) of checkpoint " + latest);
+    }
+
     /** Stalls the synchronous part of a snapshot if a stall-checkpoint fault names it. */
     static void snapshot(String task, long checkpointId) {
+        lastSnapshot.put(task, checkpointId);
         for (Fault f : active) {
             if ("stall-checkpoint".equals(f.kind) && task.equals(f.task) && checkpointId == f.checkpoint
                     && f.fired.compareAndSet(false, true)) {

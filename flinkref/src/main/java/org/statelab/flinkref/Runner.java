@@ -299,6 +299,11 @@ final class Runner {
         File cpDir = new File(work, sc.path("name").asText() + "/checkpoints-" + index);
         Files.createDirectories(cpDir.toPath());
         Configuration conf = jobConfig(spec, sc.path("flinkConfig"), cpDir);
+        if (faults.stream().anyMatch(f -> "break-latest-checkpoint".equals(f.kind))) {
+            // Every state in a file of the checkpoint directory (none inlined in the metadata), so deleting a
+            // checkpoint's files breaks all its state.
+            conf.set(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD, org.apache.flink.configuration.MemorySize.ZERO);
+        }
         StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
         JobBuilder.build(env, spec, input, par, null, restore != null);
         StreamGraph sg = env.getStreamGraph();
@@ -309,6 +314,7 @@ final class Runner {
         }
         JobGraph jg = sg.getJobGraph();
         JobID id = jg.getJobID();
+        Faults.checkpointDir = new File(cpDir, id.toHexString());
         Map<String, Object> pt = new LinkedHashMap<>();
         pt.put("phase", index);
         pt.put("jobId", id.toHexString());
@@ -426,6 +432,11 @@ final class Runner {
         synchronized (lost) {
             if (!lost.isEmpty()) {
                 pt.put("lostTaskManagers", new ArrayList<>(lost));
+            }
+        }
+        for (Faults.Fault f : faults) {
+            if ("break-latest-checkpoint".equals(f.kind) && f.fired.get()) {
+                pt.put("brokenCheckpoint", f.checkpoint);
             }
         }
         describe(executionGraphInfo(id), pt);
