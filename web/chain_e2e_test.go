@@ -37,6 +37,11 @@ func TestBrowserSandboxFormChainingAndUnaligned(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url+"/sandbox?lang=en"), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
+	// The form starts where the sandbox's jobs are (chaining: false) and
+	// names Flink's default, on.
+	assert.Equal(t, "false", eval[string](b, `document.getElementById('chaining').value`))
+	assert.Contains(t, eval[string](b, `document.querySelector('#chaining option[value="true"]').textContent`), "Flink's default")
+	assert.Contains(t, eval[string](b, `document.getElementById('chaining').title`), "Flink's default is on: a job that does not say otherwise chains")
 	b.run(chromedp.SetValue(chromedp.CSS(`#chaining`), "true"), chromedp.SetValue(chromedp.CSS(`#unaligned`), "true"))
 	b.clickLive(`#sandbox-form button[type=submit]`)
 	b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
