@@ -74,8 +74,7 @@ func typeUntilActed(source, text string) learnerAct {
 				j.run(chromedp.SetValue(`#inject-text`, ""))
 			}
 			typeLine(text)(j)
-			ok, _ := chromedp.Run(j.ctx, chromedp.Evaluate[bool](`new Promise(r => { const t0 = Date.now(); const f = () => {
-			  if (`+acted+`) r(true); else if (Date.now() - t0 > 45000) r(false); else setTimeout(f, 200); }; f(); })`, chromedp.EvalAwaitPromise))
+			ok := j.holdsWithin(45*time.Second, acted)
 			if ok {
 				j.window(fmt.Sprintf("typed-into-%s", source))
 				return

@@ -367,6 +367,16 @@ func (b *browserEnv) waitJS(d time.Duration, what, expr string) {
 	}
 }
 
+// holdsWithin polls a JavaScript boolean expression in the page every
+// 200 ms until it holds (true) or d has passed (false): for a test that
+// acts again when its first act did not show, as a person would.
+func (b *browserEnv) holdsWithin(d time.Duration, expr string) bool {
+	b.t.Helper()
+	ok, _ := chromedp.Run(b.ctx, chromedp.Evaluate[bool](fmt.Sprintf(`new Promise(r => { const t0 = Date.now(); const f = () => {
+	  if (%s) r(true); else if (Date.now() - t0 > %d) r(false); else setTimeout(f, 200); }; f(); })`, expr, d.Milliseconds()), chromedp.EvalAwaitPromise))
+	return ok
+}
+
 // waitFloor is the least waitJS waits for a condition.
 const waitFloor = time.Minute
 

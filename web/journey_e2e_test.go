@@ -221,8 +221,7 @@ func (j *journey) clickUntil(sel, what, cond string) {
 		// the sticky toolbar, where a click lands on the toolbar instead.
 		j.run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q)?.scrollIntoView({block: 'center'})`, sel)))
 		j.clickLive(sel)
-		ok, _ := chromedp.Run(j.ctx, chromedp.Evaluate[bool](`new Promise(r => { const t0 = Date.now(); const f = () => {
-		  if (`+cond+`) r(true); else if (Date.now() - t0 > 15000) r(false); else setTimeout(f, 200); }; f(); })`, chromedp.EvalAwaitPromise))
+		ok := j.holdsWithin(15*time.Second, cond)
 		if ok {
 			return
 		}

@@ -23,8 +23,7 @@ func typeActed(text string) learnerAct {
 		acted := fmt.Sprintf(`(m => m.acted || m.completed.includes(%d))(%s.lesson)`, n, jsLessonState)
 		for try := 0; ; try++ {
 			typeLine(text)(j)
-			ok, _ := chromedp.Run(j.ctx, chromedp.Evaluate[bool](`new Promise(r => { const t0 = Date.now(); const f = () => {
-			  if (`+acted+`) r(true); else if (Date.now() - t0 > 60000) r(false); else setTimeout(f, 200); }; f(); })`, chromedp.EvalAwaitPromise))
+			ok := j.holdsWithin(60*time.Second, acted)
 			if ok {
 				return
 			}
@@ -101,8 +100,7 @@ func (j *journey) travelBack() {
 	for try := 1; ; try++ {
 		j.run(chromedp.Evaluate[chromedp.Void](`(r => { r.value = String(Math.floor(Number(r.max) / 3));
 		  r.dispatchEvent(new Event('input', {bubbles: true})); r.dispatchEvent(new Event('change', {bubbles: true})); })(document.getElementById('tl-range'))`))
-		shown, _ := chromedp.Run(j.ctx, chromedp.Evaluate[bool](`new Promise(r => { const t0 = Date.now(); const f = () => {
-		  if (`+past+`) r(true); else if (Date.now() - t0 > 60000) r(false); else setTimeout(f, 200); }; f(); })`, chromedp.EvalAwaitPromise))
+		shown := j.holdsWithin(60*time.Second, past)
 		if shown {
 			break
 		}
