@@ -3,11 +3,14 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/statelab/statelab/engine"
@@ -26,8 +29,9 @@ import (
 // page on a local statelab serve. The site may sit at its host's root or
 // under any path (a project site's /statelab/): its pages use addresses
 // relative to themselves, and its scripts find the site's root from their
-// own address (static/js/inpage.js); only 404.html, which a host sends for
-// any missing address, links from the host's root.
+// own address (static/js/inpage.js). 404.html, which a host sends for any
+// missing address, finds the site's root from the address it was sent for
+// (siteNotFoundBaseScript).
 
 // SitePage is one page of the static site.
 type SitePage struct {
@@ -54,7 +58,7 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 		paths = append(paths, "/lessons/"+l.Slug)
 	}
 	h := srv.Handler()
-	var out []SitePage
+	var out, notFound []SitePage
 	for _, lang := range Languages {
 		// The site's own sentences are in static/i18n too ("site.…").
 		t := srv.i18n.T(lang.Code)
@@ -104,7 +108,20 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 		if err := pages.NotFound(p, t("site.notfound")).Render(ctx, &buf); err != nil {
 			return nil, fmt.Errorf("render 404.html: %w", err)
 		}
-		out = append(out, SitePage{Path: langPath(lang.Code, "/404.html"), HTML: siteHTML(buf.Bytes(), lang.Code, "")})
+		notFound = append(notFound, SitePage{Path: langPath(lang.Code, "/404.html"), HTML: siteHTML(buf.Bytes(), lang.Code, "")})
+	}
+	// The 404 pages know the site's top-level names (lessons, zh, static, …)
+	// to find the site's root in a missing address.
+	top := map[string]bool{"static": true, "wasm": true}
+	for _, pg := range append(out, notFound...) {
+		first, _, _ := strings.Cut(strings.TrimPrefix(pg.Path, "/"), "/")
+		if first != "" {
+			top[first] = true
+		}
+	}
+	script := siteNotFoundBaseScript(slices.Sorted(maps.Keys(top)))
+	for _, pg := range notFound {
+		out = append(out, SitePage{Path: pg.Path, HTML: withHeadScript(pg.HTML, script)})
 	}
 	return out, nil
 }
@@ -170,12 +187,13 @@ var hrefRE = regexp.MustCompile(`(?:href|action|src)="(/[^"]*)"`)
 // and assets become relative to it, so the site works under any path
 // prefix (a project site's /statelab/), and static/js/inpage.js is loaded
 // first on every page (it maps the addresses the scripts build for a server
-// to the site's). The 404 page ("" here) is sent for any missing address,
-// where a relative link would be relative to that address: it keeps
-// addresses from the host's root.
+// to the site's). The 404 page ("" here) is sent for any missing address:
+// its links and assets are relative to the site's root ("./static/…"), which
+// its first script finds and makes its base URL (siteNotFoundBaseScript,
+// added by SitePages).
 func siteHTML(html []byte, lang, page string) []byte {
 	html = bytes.Replace(html, []byte("<html "), []byte(`<html data-site="static" `), 1)
-	root := "/"
+	root := "./"
 	if page != "" {
 		dir := page
 		if !strings.HasSuffix(dir, "/") {
@@ -205,13 +223,11 @@ func siteHTML(html []byte, lang, page string) []byte {
 			q = vals.Encode()
 		}
 		out := langPath(to, p)
-		if page != "" {
-			// A page of the site is its directory's index.html.
-			if !strings.HasSuffix(out, "/") && !strings.HasSuffix(out, ".html") {
-				out += "/"
-			}
-			out = root + out[1:]
+		// A page of the site is its directory's index.html.
+		if !strings.HasSuffix(out, "/") && !strings.HasSuffix(out, ".html") {
+			out += "/"
 		}
+		out = root + out[1:]
 		if q != "" {
 			out += "?" + q
 		}
@@ -251,9 +267,35 @@ func siteHTML(html []byte, lang, page string) []byte {
 // against the base URL too; inpage.js keeps them on the page.
 const siteBaseScript = `<script>(function(){var p=location.pathname;if(p.slice(-1)!=='/')p=/\.html$/.test(p)?p.replace(/[^\/]*$/,''):p+'/';var b=document.createElement('base');b.href=p;document.head.prepend(b)})()</script>`
 
+// siteNotFoundBaseScript is 404.html's first script: a host sends 404.html
+// for any missing address (/statelab/lessons/99-nope), so the page cannot
+// know its own directory as the others do; it finds the site's root in the
+// address and makes it the base URL, against which its links and assets
+// (./static/css/app.css, ./lessons/) resolve. The root is the path before
+// the first of the site's top-level names (top: lessons, sandbox, zh,
+// static, …) in the address; an address with none (/statelab/nope) tries
+// its own directory and then each one above it, as long as the stylesheet
+// fails to load from there. A fragment-only link (the skip link's #main)
+// stays on the page, as inpage.js keeps it on the others. Without it the
+// page's assets came from the host's root, and under a prefix the page had no style and its links left
+// the site (TestSitePathPrefix).
+func siteNotFoundBaseScript(top []string) string {
+	names, _ := json.Marshal(top)
+	return `<script>(function(){var t=` + string(names) + `,s=location.pathname.split('/'),c=[],i,d;` +
+		`for(i=1;i<s.length-1;i++)if(t.indexOf(s[i])>=0){c.push(s.slice(0,i).join('/')+'/');break}` +
+		`for(i=s.length-1;i>=1;i--){d=s.slice(0,i).join('/')+'/';if(c.indexOf(d)<0)c.push(d)}` +
+		`var b=document.createElement('base');b.href=c.shift();document.head.prepend(b);` +
+		`document.addEventListener('error',function(e){var l=e.target;if(!l||l.rel!=='stylesheet'||!c.length)return;b.href=c.shift();` +
+		`l.replaceWith(l.cloneNode());document.querySelectorAll('img[src]').forEach(function(m){m.src=m.getAttribute('src')})},true);` +
+		`document.addEventListener('click',function(e){var a=e.target.closest&&e.target.closest('a[href^="#"]');if(a){e.preventDefault();location.hash=a.getAttribute('href')}})})()</script>`
+}
+
 // withSiteBase puts siteBaseScript first in the page's head, after its
 // charset.
-func withSiteBase(html []byte) []byte {
+func withSiteBase(html []byte) []byte { return withHeadScript(html, siteBaseScript) }
+
+// withHeadScript puts script first in the page's head, after its charset.
+func withHeadScript(html []byte, script string) []byte {
 	at := bytes.Index(html, []byte("<head>"))
 	if at < 0 {
 		return html
@@ -264,7 +306,7 @@ func withSiteBase(html []byte) []byte {
 			at += m + end + 1
 		}
 	}
-	return append(append(append([]byte{}, html[:at]...), siteBaseScript...), html[at:]...)
+	return append(append(append([]byte{}, html[:at]...), script...), html[at:]...)
 }
 
 // lessonNeedsPebble reports whether one of the lesson's jobs runs on the

@@ -56,17 +56,24 @@ func TestSitePages(t *testing.T) {
 	for path, html := range byPath {
 		base, icon := strings.Index(html, siteBaseScript), strings.Index(html, `rel="icon"`)
 		if path == "/404.html" || path == "/zh/404.html" {
+			// Sent for any address: its first script finds the site's root
+			// in the address instead.
 			assert.Negative(t, base, "%s is sent for any address: no base from it", path)
+			nf := strings.Index(html, `<script>(function(){var t=["404.html"`)
+			assert.True(t, nf >= 0 && nf < icon && nf < strings.Index(html, `rel="stylesheet"`), "%s: the root-finding script first in the head", path)
 			continue
 		}
 		assert.True(t, base >= 0 && base < icon && base < strings.Index(html, "<script type=\"module\""), "%s: the base script first in the head", path)
 	}
 	rootAbs := regexp.MustCompile(`(?:href|src|action)="/[^/"]`)
 	for path, html := range byPath {
-		if path != "/404.html" && path != "/zh/404.html" {
-			assert.Empty(t, rootAbs.FindAllString(html, 3), "%s: an address from the host's root", path)
-		}
+		assert.Empty(t, rootAbs.FindAllString(html, 3), "%s: an address from the host's root", path)
 	}
+	// 404.html's addresses are relative to the site's root, its base.
+	for _, want := range []string{`href="./static/css/app.css"`, `href="./lessons/"`, `href="./zh/"`, `"lessons",`, `"static",`, `"zh"]`} {
+		assert.Contains(t, byPath["/404.html"], want)
+	}
+	assert.Contains(t, byPath["/zh/404.html"], `href="./zh/lessons/"`, "the Chinese 404 page links to the Chinese lessons")
 	// The live page takes its run from the address bar; /replay is the same page.
 	assert.Contains(t, byPath["/sandbox/live"], `data-ws=""`)
 	assert.Contains(t, byPath["/replay"], `data-ws=""`)

@@ -54,6 +54,10 @@ import (
 // server's Origin and Host checks pass as they do for a page it served.
 const origin = "http://localhost"
 
+// siteMaxKeys bounds a sandbox source's distinct keys on the static site:
+// the settings form's own maximum.
+const siteMaxKeys = 100_000
+
 func main() {
 	// The page's heap is small and the collector runs on the one thread:
 	// collect less often (loading the course allocates a lot at start).
@@ -64,8 +68,14 @@ func main() {
 		fail(fmt.Errorf("create %s in the page's file system: %w", dir, err))
 		return
 	}
+	// A server bounds a source's distinct keys at 10,000 (--max-keys):
+	// every checkpoint copies the state of every key, and a server is
+	// shared. The in-page engine is the learner's own: it takes what the
+	// sandbox's settings form offers (up to 100,000), so a learner can watch
+	// more than 10,000 keys (a 10,000-word vocabulary draws about 9,700
+	// distinct words from the sandbox's 20,000 lines).
 	srv, err := web.New(web.Config{DataDir: dir, Engines: web.NewEngine(logger), Logger: logger,
-		MaxSessions: 8, Attach: web.AttachConfig{Off: true}, Lessons: course})
+		MaxSessions: 8, Attach: web.AttachConfig{Off: true}, Lessons: course, Limits: web.Limits{Keys: siteMaxKeys}})
 	if err != nil {
 		fail(err)
 		return
