@@ -27,7 +27,7 @@ func (s *Stepper) ToLive(ctx context.Context) (*Live, error) {
 		return nil, ErrClosed
 	}
 	c := s.c
-	l := &Live{c: c, qwake: make(chan struct{}, 1), twake: make(chan struct{}, 1), speed: 1, pauseC: make(chan struct{})}
+	l := &Live{c: c, qwake: make(chan struct{}, 1), twake: make(chan struct{}, 1), speed: 1, pauseC: make(chan struct{}), speedC: make(chan struct{})}
 	close(l.pauseC)
 	l.base = s.clock
 	l.timers = append(l.timers, s.timers...)

@@ -43,6 +43,11 @@ type Live struct {
 	speed    float64
 	paused   bool
 	pauseC   chan struct{} // closed while running, replaced while paused
+	// speedC is closed when the speed changes (and replaced): a subtask
+	// that sleeps until a rate-limited source's next poll or a
+	// processing-time timer, a wait computed at the old speed, wakes and
+	// computes it again.
+	speedC chan struct{}
 	// clk is a read-only copy of the five fields above, replaced (under
 	// cmu) by every change to them: each subtask reads the clock and the
 	// pause gate on every loop, and one shared mutex there made the
@@ -70,7 +75,7 @@ func NewLive(spec *JobSpec, opts Options) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Live{c: c, qwake: make(chan struct{}, 1), twake: make(chan struct{}, 1), speed: 1, pauseC: make(chan struct{})}
+	l := &Live{c: c, qwake: make(chan struct{}, 1), twake: make(chan struct{}, 1), speed: 1, pauseC: make(chan struct{}), speedC: make(chan struct{})}
 	close(l.pauseC)
 	c.drv = l
 	c.measure = true
@@ -111,6 +116,7 @@ type liveClock struct {
 	speed    float64
 	paused   bool
 	pauseC   chan struct{}
+	speedC   chan struct{}
 }
 
 func (c *liveClock) now() time.Duration {
@@ -123,7 +129,7 @@ func (c *liveClock) now() time.Duration {
 // publishClock makes the clock fields readable without cmu; the caller
 // holds cmu (or owns l before any goroutine of it runs).
 func (l *Live) publishClock() {
-	l.clk.Store(&liveClock{base: l.base, realBase: l.realBase, speed: l.speed, paused: l.paused, pauseC: l.pauseC})
+	l.clk.Store(&liveClock{base: l.base, realBase: l.realBase, speed: l.speed, paused: l.paused, pauseC: l.pauseC, speedC: l.speedC})
 }
 
 // clock is the current published clock.
@@ -133,7 +139,7 @@ func (l *Live) clock() *liveClock {
 	}
 	l.cmu.Lock()
 	defer l.cmu.Unlock()
-	return &liveClock{base: l.base, realBase: l.realBase, speed: l.speed, paused: l.paused, pauseC: l.pauseC}
+	return &liveClock{base: l.base, realBase: l.realBase, speed: l.speed, paused: l.paused, pauseC: l.pauseC, speedC: l.speedC}
 }
 
 func (l *Live) now() time.Duration { return l.clock().now() }
@@ -149,7 +155,11 @@ func (l *Live) SetSpeed(f float64) error {
 		l.base += time.Duration(float64(time.Since(l.realBase)) * l.speed)
 		l.realBase = time.Now()
 	}
-	l.speed = f
+	if f != l.speed {
+		l.speed = f
+		close(l.speedC)
+		l.speedC = make(chan struct{})
+	}
 	l.publishClock()
 	l.cmu.Unlock()
 	poke(l.twake)
@@ -559,6 +569,9 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 		// Nothing to do: wait to be woken (input, room, control, injected
 		// record), or for a rate-limited source's next poll.
 		var tc <-chan time.Time
+		// The waits below are computed at this clock's speed; a change of
+		// speed closes its speedC.
+		speedC := l.clock().speedC
 		if t.src != nil && t.getStatus() == TaskRunning && t.src.pollable() {
 			d := 2 * time.Millisecond
 			if w := time.Duration(t.src.nextPoll) - l.now(); w > 0 {
@@ -601,6 +614,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 		case <-ctx.Done():
 			return
 		case <-t.wakeC:
+		case <-speedC:
 		case <-tc:
 			idleAt = 0
 		}

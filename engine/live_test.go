@@ -198,3 +198,46 @@ func TestLiveNotStartedCannotForkOrHandOver(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotRunning)
 	assert.Contains(t, err.Error(), "hand over")
 }
+
+// A rate-limited source that waits for its next poll at a slow speed wakes
+// when the speed goes up: the learner who presses "faster" sees records
+// flow at once, not after the wait computed at the old speed. One record
+// per job second at 1/1000 is one record per 1000 s of wall time; at
+// 1000× the next is due within milliseconds.
+func TestLiveSpeedUpWakesAWaitingSource(t *testing.T) {
+	spec := wordCount(100000, 1, 1, 0)
+	spec.Operators[0].Options["partitions"] = 1
+	spec.Operators[0].Options["rate"] = 1.0
+	spec.Runtime = RuntimeSpec{BatchSize: 1}
+	l, err := NewLive(spec, Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, l.SetSpeed(0.001))
+	require.NoError(t, l.Start(ctx))
+	read := func() int64 {
+		s := l.Snapshot()
+		for _, o := range s.Job.Operators {
+			for _, st := range o.Subtasks {
+				if st.Name == "source#0" {
+					return st.RecordsOut
+				}
+			}
+		}
+		return 0
+	}
+	// The first record is read at once; the second is 1000 s away.
+	for read() < 1 {
+		require.NoError(t, ctx.Err(), "the first record")
+		time.Sleep(time.Millisecond)
+	}
+	first := read()
+	require.NoError(t, l.SetSpeed(1000))
+	for read() < first+5 {
+		// Without the wake the source sleeps out the wait computed at
+		// 1/1000 (about 1000 s) and the context's 2 minutes end first.
+		require.NoError(t, ctx.Err(), "records after the speed-up (read %d, %d before it)", read(), first)
+		time.Sleep(time.Millisecond)
+	}
+}
