@@ -1,7 +1,12 @@
 package web
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -98,6 +103,13 @@ func storyRun(t *testing.T, q url.Values, cmd engine.Command) (engine.Snapshot, 
 // into the slice it returns.
 func stepperFromTemplate(t *testing.T, name string, q url.Values) (*engine.Stepper, *[]engine.Event) {
 	t.Helper()
+	return stepperFromTemplateIn(t, t.TempDir(), name, q)
+}
+
+// stepperFromTemplateIn is stepperFromTemplate with the engine's data
+// directory dir (checkpoints in dir/checkpoints/JOB/chk-N).
+func stepperFromTemplateIn(t *testing.T, dir, name string, q url.Values) (*engine.Stepper, *[]engine.Event) {
+	t.Helper()
 	tpl, ok := Template(name)
 	require.True(t, ok, "template %s", name)
 	set, err := ParseSettings(tpl, q)
@@ -105,7 +117,7 @@ func stepperFromTemplate(t *testing.T, name string, q url.Values) (*engine.Stepp
 	spec, err := tpl.Build(set)
 	require.NoError(t, err)
 	events := new([]engine.Event)
-	s, err := engine.NewStepper(spec, engine.Options{Dir: t.TempDir(), RecordEvents: func(e engine.Event) { *events = append(*events, e) }})
+	s, err := engine.NewStepper(spec, engine.Options{Dir: dir, RecordEvents: func(e engine.Event) { *events = append(*events, e) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s, events
@@ -124,18 +136,7 @@ func TestBrowserStoryRegionsAndReactiveMode(t *testing.T) {
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/"))
 	story := func(lang string, before engine.Snapshot, evs []engine.Event) string {
-		js := `(async () => { const i18n = await import('/static/js/i18n.js'); await i18n.loadCatalog('` + lang + `');
-		  const { Model } = await import('/static/js/model.js'); const { ExplainView } = await import('/static/js/views/explain.js');
-		  const m = new Model(); const v = new ExplainView(document.createElement('div'), m, {});
-		  m.on((c) => v.onChange(c));
-		  m.applySnapshot(` + toJSON(t, before) + `);
-		  const evs = ` + toJSON(t, evs) + `;
-		  for (let i = 0; i < evs.length; i += 16) m.applyEvents(evs.slice(i, i + 16));
-		  const eps = [v.previous, v.episode].filter((ep) => ep && ep.kind === 'failover');
-		  return eps.map((ep) => [ep.title, ...ep.steps.map((s) => typeof s.text === 'function' ? s.text() : s.text)].join('\n')).join('\n'); })()`
-		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
-		require.NoError(t, err)
-		return got
+		return failoverStory(t, b, lang, before, evs)
 	}
 
 	before, evs := storyRun(t, url.Values{"seed": {"5"}}, crash)
@@ -156,4 +157,80 @@ func TestBrowserStoryRegionsAndReactiveMode(t *testing.T) {
 		assert.NotContains(t, zh, "流水线区域", cmd.Name)
 		assert.Contains(t, zh, "整个作业", cmd.Name)
 	}
+}
+
+// failoverStory feeds the live view's model the snapshot before and the
+// events after it, in batches as the socket brings them, and returns the
+// text of the failover stories the explain view tells (lang: en or zh).
+func failoverStory(t *testing.T, b *browserEnv, lang string, before engine.Snapshot, evs []engine.Event) string {
+	t.Helper()
+	js := `(async () => { const i18n = await import('/static/js/i18n.js'); await i18n.loadCatalog('` + lang + `');
+	  const { Model } = await import('/static/js/model.js'); const { ExplainView } = await import('/static/js/views/explain.js');
+	  const m = new Model(); const v = new ExplainView(document.createElement('div'), m, {});
+	  m.on((c) => v.onChange(c));
+	  m.applySnapshot(` + toJSON(t, before) + `);
+	  const evs = ` + toJSON(t, evs) + `;
+	  for (let i = 0; i < evs.length; i += 16) m.applyEvents(evs.slice(i, i + 16));
+	  const eps = [v.previous, v.episode].filter((ep) => ep && ep.kind === 'failover');
+	  return eps.map((ep) => [ep.title, ...ep.steps.map((s) => typeof s.text === 'function' ? s.text() : s.text)].join('\n')).join('\n'); })()`
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	return got
+}
+
+// TestBrowserStoryBrokenCheckpointSaysWhatIsSimplified: a broken latest
+// checkpoint (a keyed state file corrupted) fails every restore, and the
+// story says so, then says once what StateLab simplifies there — it checks
+// the files before deploying the restarted subtasks, where Flink deploys
+// them and they fail reading (conformance broken-latest-checkpoint names
+// this sentence), in English and Chinese.
+func TestBrowserStoryBrokenCheckpointSaysWhatIsSimplified(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	dir := t.TempDir()
+	s, events := stepperFromTemplateIn(t, dir, "wordcount", url.Values{"seed": {"4"}, "backend": {"fs"}, "interval": {"100ms"},
+		"retainedCheckpoints": {"2"}, "restart": {"fixed-delay"}, "restartAttempts": {"2"}, "restartDelay": {"10ms"}})
+	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 2 }, 500000)
+	require.NoError(t, err)
+	before := s.Snapshot()
+	latest := before.Checkpoints.Retained[len(before.Checkpoints.Retained)-1].ID
+	chk := filepath.Join(dir, "checkpoints", before.Job.Name, fmt.Sprintf("chk-%d", latest))
+	entries, err := os.ReadDir(chk)
+	require.NoError(t, err)
+	var victim string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "count") {
+			victim = filepath.Join(chk, e.Name())
+		}
+	}
+	require.NotEmpty(t, victim, "a keyed state file of count in %s", chk)
+	data, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(victim, data, 0o644))
+	mark := len(*events)
+	require.NoError(t, s.Do(engine.Command{Name: engine.CmdCrashSubtask, Task: "sink#0"}))
+	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.Status == engine.JobFailed }, 500000)
+	require.NoError(t, err, "the strategy gives up after its 2 restarts")
+	evs := (*events)[mark:]
+
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/"))
+	for _, lang := range []string{"en", "zh"} {
+		cat := catalogue(t, lang)
+		got := failoverStory(t, b, lang, before, evs)
+		simplified := cat["explain.simplified.restoreChecksFirst"]
+		require.NotEmpty(t, simplified)
+		assert.Equal(t, 1, strings.Count(got, simplified), "%s: the simplification is said once for two failed restores:\n%s", lang, got)
+		assert.Equal(t, 2, strings.Count(got, strings.SplitN(cat["explain.restoreFailed.step"], "{n}", 2)[0]), "%s: each failed restore is told:\n%s", lang, got)
+	}
+}
+
+// catalogue reads the UI's message catalogue of lang (static/i18n).
+func catalogue(t *testing.T, lang string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "static", "i18n", lang+".json"))
+	require.NoError(t, err)
+	var cat map[string]string
+	require.NoError(t, json.Unmarshal(raw, &cat))
+	return cat
 }

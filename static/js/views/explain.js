@@ -261,6 +261,10 @@ export class ExplainView {
           const ep = this.episode && !this.episode.done ? this.episode : this.start('failover', t('explain.restoreFailed.title'));
           ep.data.failed = true;
           this.step(t('explain.restoreFailed.step', { n: e.checkpoint || t('explain.latest'), message: e.message }), 'bad');
+          if (!ep.data.restoreChecksFirst) {
+            ep.data.restoreChecksFirst = true;
+            this.step(t('explain.simplified.restoreChecksFirst'), 'simplified');
+          }
           break;
         }
         case 'record-injected': {
