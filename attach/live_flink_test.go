@@ -123,6 +123,9 @@ func startLiveFlink(t *testing.T) *liveFlink {
 			map[string]any{"from": "count", "to": "sink", "partitioner": "rebalance"},
 		},
 		"checkpointing": map[string]any{"interval": "200ms"},
+		// Each operator its own JobVertex (the page shows four); a spec
+		// without the field chains, as Flink's default does.
+		"chaining": false,
 	}
 	scenario := filepath.Join(dir, "serve.json")
 	writeJSON(t, scenario, map[string]any{"name": "live", "job": spec, "input": input, "slotsPerTaskManager": 4})

@@ -21,9 +21,9 @@ import org.apache.flink.util.Collector;
 
 /**
  * Translates a StateLab job spec (engine.JobSpec as JSON) into Flink's DataStream API: one Flink operator per
- * StateLab operator, named by its StateLab id and uid'd by its uid (its id when it has none), with chaining off so that each is its own
- * JobVertex as in StateLab (unless the spec turns chaining on); each edge's partitioner as forward(), rebalance(), keyBy(key) or
- * broadcast().
+ * StateLab operator, named by its StateLab id and uid'd by its uid (its id when it has none), chained as the spec's chaining says
+ * (on when it is missing, as in Flink and StateLab; a spec with chaining false makes each operator its own JobVertex); each edge's
+ * partitioner as forward(), rebalance(), keyBy(key) or broadcast().
  */
 final class JobBuilder {
     private JobBuilder() {}
