@@ -1,11 +1,13 @@
 package web
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A learner takes a savepoint, opens Upgrade…, gives count a uid it did not
@@ -35,17 +37,14 @@ func TestBrowserUpgradeFromSavepoint(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`#upgrade-operator`), "count"))
 	b.waitJS(5*time.Second, "the uid field", `!document.getElementById('upgrade-uid').closest('label').hidden && !document.getElementById('upgrade-uid-hash').closest('label').hidden && document.getElementById('upgrade-kind').closest('label').hidden`)
 	b.run(chromedp.SendKeys(chromedp.CSS(`#upgrade-uid`), "count"))
-	b.clickLive(`#upgrade-submit`)
-	b.waitJS(30*time.Second, "Flink's refusal in the dialog", `document.getElementById('upgrade-result').className === 'error'`)
-	msg := eval[string](b, `document.getElementById('upgrade-result').textContent`)
+	msg := b.submitUpgrade(`document.getElementById('upgrade-result').className === 'error'`)
 	assert.Contains(t, msg, "Cannot map checkpoint/savepoint state for operator "+countID+" to the new program")
 	assert.Contains(t, msg, "--allowNonRestoredState")
 	b.shot("upgrade-refused")
 	assert.Equal(t, "", eval[string](b, `window.statelab.model.snap.job.operators.find(o => o.id === 'count').uid || ''`), "the refused upgrade changed nothing")
 
 	b.clickLive(`#upgrade-allow`)
-	b.clickLive(`#upgrade-submit`)
-	b.waitJS(30*time.Second, "the dialog closed", `!document.getElementById('upgrade').open`)
+	b.submitUpgrade(`!document.getElementById('upgrade').open`)
 	b.waitJS(60*time.Second, "count with its uid, running", `window.statelab.model.snap.job.operators.find(o => o.id === 'count').uid === 'count' && `+jsAllRunning)
 	assert.NotEqual(t, countID, eval[string](b, `window.statelab.model.snap.job.operators.find(o => o.id === 'count').operatorId`))
 	b.shot("upgrade-accepted")
@@ -53,4 +52,27 @@ func TestBrowserUpgradeFromSavepoint(t *testing.T) {
 	// The same control in Chinese.
 	b.openLive("template=wordcount&seed=5&lang=zh")
 	assert.Equal(t, "升级…", eval[string](b, `document.getElementById('btn-upgrade').textContent.trim()`))
+}
+
+// submitUpgrade presses the dialog's submit button until done holds and
+// returns the dialog's result text. A person whose command was lost with
+// the connection — on a busy machine the server closes a view that falls
+// behind the event stream ("too slow: … reconnect"), and the page
+// reconnects — presses it again once the page is back.
+func (b *browserEnv) submitUpgrade(done string) string {
+	b.t.Helper()
+	const result = `document.getElementById('upgrade-result').textContent`
+	const lost = `/too slow|connection|reconnect/i.test(` + result + `)`
+	for try := 1; ; try++ {
+		// A retry waits for an answer other than the lost one shown.
+		before := eval[string](b, result)
+		b.clickLive(`#upgrade-submit`)
+		b.waitJS(30*time.Second, "the upgrade's answer", fmt.Sprintf(`((%s) && !(%s)) || ((%s) && %s !== %q)`, done, lost, lost, result, before))
+		if eval[bool](b, done) && !eval[bool](b, lost) {
+			return eval[string](b, result)
+		}
+		require.Less(b.t, try, 3, "the upgrade command lost %d times: %s", try, eval[string](b, result))
+		b.t.Logf("upgrade attempt %d lost with the connection (%q); submitting again once the page is back", try, eval[string](b, result))
+		b.waitJS(60*time.Second, "the page connected again", jsAllRunning+` && window.statelab.conn && window.statelab.conn.ws && window.statelab.conn.ws.readyState === 1`)
+	}
 }
