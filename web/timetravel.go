@@ -343,6 +343,16 @@ func (s *Session) timeTravel(c *client, cmd *Command) (pe *protoError, done bool
 // seek shows the run at step target: a replayed Stepper stands in for the
 // paused present until a seek to the present (or beyond) or a resume.
 func (s *Session) seek(target int64) *protoError {
+	began := time.Now()
+	defer func() {
+		// A seek can take long on a busy machine (it replays from an
+		// image); the log says how long, and where the session went.
+		at := int64(-1)
+		if rv := s.x.review; rv != nil {
+			at = rv.at
+		}
+		s.srv.log.Info("seek", "session", s.ID, "target", target, "review_at", at, "took", time.Since(began).Round(time.Millisecond))
+	}()
 	rv := s.x.review
 	if rv == nil {
 		if target < 0 {
