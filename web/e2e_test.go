@@ -203,9 +203,7 @@ type testLog struct {
 func (l *testLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		l.lines = append(l.lines, line)
-	}
+	l.lines = append(l.lines, strings.Split(strings.TrimRight(string(p), "\n"), "\n")...)
 	if n := len(l.lines); n > testLogLines {
 		l.lines = append(l.lines[:0:0], l.lines[n-testLogLines:]...)
 	}
