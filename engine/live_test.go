@@ -216,17 +216,7 @@ func TestLiveSpeedUpWakesAWaitingSource(t *testing.T) {
 	defer cancel()
 	require.NoError(t, l.SetSpeed(0.001))
 	require.NoError(t, l.Start(ctx))
-	read := func() int64 {
-		s := l.Snapshot()
-		for _, o := range s.Job.Operators {
-			for _, st := range o.Subtasks {
-				if st.Name == "source#0" {
-					return st.RecordsOut
-				}
-			}
-		}
-		return 0
-	}
+	read := func() int64 { return subtaskView(t, l.Snapshot(), "source#0").RecordsOut }
 	// The first record is read at once; the second is 1000 s away.
 	for read() < 1 {
 		require.NoError(t, ctx.Err(), "the first record")
