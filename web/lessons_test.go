@@ -459,3 +459,28 @@ func TestLessonRepeatedActionKeepsTheFirst(t *testing.T) {
 	require.Equal(t, "ack", lc.command(CmdResume, nil)["type"])
 	lc.until(90*time.Second, "the tick of step 2 after the refused second crash", func(msg) bool { return slices.Contains(lc.ticks, 2) })
 }
+
+// TestLessonJoinerIsToldWhereTheLessonIs: a viewer that joins a lesson
+// session (a second tab, or the page reconnecting after its connection was
+// closed as too slow) is told where the lesson is without asking. The
+// lesson message is sent only when it changes, so a page whose connection
+// dropped while a step ticked or was acted on kept showing the old step
+// (the page asks with lesson-status only when the session id changes,
+// which a reconnect to the same session does not): the learner's crash in
+// lesson 18's step 4 counted on the server, the page showed acted=false
+// and waited forever.
+func TestLessonJoinerIsToldWhereTheLessonIs(t *testing.T) {
+	ts := newTestServer(t, nil)
+	first := ts.dial("lesson=01-why-state", nil)
+	id := readUntil(t, first, "snapshot", "")["session"].(string)
+	lc := &lessonClient{t: t, c: first}
+	require.Equal(t, "ack", lc.command(CmdLessonDo, map[string]any{"step": 1})["type"])
+	lc.until(lessonTickWait, "the tick of step 1", func(m msg) bool { return slices.Contains(lc.ticks, 1) })
+
+	// The second viewer sends nothing: the lesson message must come.
+	late := dialLesson(t, ts, "session="+id)
+	m := late.until(10*time.Second, "a lesson message, unasked", func(msg) bool { return true })
+	assert.Equal(t, "01-why-state", m["lesson"])
+	assert.Contains(t, intsOf(m["completed"]), 1, "step 1 shows done to the joiner")
+	assert.EqualValues(t, 2, m["step"])
+}

@@ -276,6 +276,13 @@ func (s *Session) pump() {
 			}
 			s.srv.hub.register(c, s, frame)
 			s.sendTimelineTo(c)
+			if s.lesson != nil {
+				// A lesson message goes out only when it changes: a page
+				// reconnecting to this session (closed as too slow, a
+				// network blip) would otherwise keep the step it saw
+				// before, missing a tick or an action counted meanwhile.
+				s.lesson.sendTo(c)
+			}
 		case n := <-s.rebuffer:
 			// A smaller (idle) or the full buffer: what the old one held is
 			// flushed first, and a snapshot covers any gap.
