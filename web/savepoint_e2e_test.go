@@ -146,10 +146,12 @@ func TestBrowserSavepointReportFitsAndIsAccessible(t *testing.T) {
 				name := fmt.Sprintf("/savepoint %s %s at %dx%d", filepath.Base(file), lang, size[0], size[1])
 				j.fits(name)
 				j.accessible(name)
+				if file == keyed {
+					j.window(fmt.Sprintf("%d-%s-plan", size[0], lang))
+				}
 			}
 		}
 	}
-	j.window("390-plan")
 }
 
 // operatorStateDir writes a savepoint directory as Flink lays out one whose
