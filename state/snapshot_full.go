@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -33,10 +32,19 @@ type fullHeader struct {
 	States         []StateInfo           `json:"states"`
 }
 
-// fullWriter writes a full snapshot into a FileWriter.
+// fullWriteBuffer is how many bytes a full snapshot gathers before it
+// writes them to its file.
+const fullWriteBuffer = 256 << 10
+
+// fullWriter writes a full snapshot into a FileWriter. Its buffer grows
+// with the snapshot up to fullWriteBuffer: a small state, checkpointed
+// every few milliseconds (a sandbox, a replayed share link), allocates a
+// few KiB per checkpoint, not a fixed 256 KiB that was nearly all of such
+// a job's allocation and garbage collection (issue 17).
 type fullWriter struct {
 	fw      FileWriter
-	bw      *bufio.Writer
+	buf     []byte
+	err     error // the first error writing fw
 	off     int64
 	crc     uint32
 	scratch []byte
@@ -47,7 +55,7 @@ type fullWriter struct {
 }
 
 func newFullWriter(fw FileWriter, maxP int, r rescale.KeyGroupRange, states []StateInfo) (*fullWriter, error) {
-	w := &fullWriter{fw: fw, bw: bufio.NewWriterSize(fw, 256<<10), r: r, next: r.Start}
+	w := &fullWriter{fw: fw, r: r, next: r.Start}
 	hj, err := json.Marshal(fullHeader{MaxParallelism: maxP, KeyGroupRange: r, States: states})
 	if err != nil {
 		return nil, err
@@ -63,9 +71,24 @@ func newFullWriter(fw FileWriter, maxP int, r rescale.KeyGroupRange, states []St
 }
 
 func (w *fullWriter) raw(p []byte) error {
-	_, err := w.bw.Write(p)
 	w.off += int64(len(p))
-	return err
+	if len(w.buf)+len(p) > fullWriteBuffer {
+		w.flush()
+	}
+	if len(p) >= fullWriteBuffer && w.err == nil {
+		_, w.err = w.fw.Write(p)
+	} else {
+		w.buf = append(w.buf, p...)
+	}
+	return w.err
+}
+
+// flush writes the buffered bytes to the file.
+func (w *fullWriter) flush() {
+	if len(w.buf) > 0 && w.err == nil {
+		_, w.err = w.fw.Write(w.buf)
+	}
+	w.buf = w.buf[:0]
 }
 
 func (w *fullWriter) write(p []byte) error {
@@ -126,8 +149,8 @@ func (w *fullWriter) finish() (FileRef, []int64, error) {
 	if err := w.endBlock(); err != nil {
 		return FileRef{}, nil, err
 	}
-	if err := w.bw.Flush(); err != nil {
-		return FileRef{}, nil, err
+	if w.flush(); w.err != nil {
+		return FileRef{}, nil, w.err
 	}
 	ref, err := w.fw.Commit()
 	return ref, w.offsets, err
