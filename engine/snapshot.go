@@ -178,6 +178,9 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 func (c *core) checkpointsView() CheckpointsView {
 	c.restoreMu.Lock()
 	v := CheckpointsView{Mode: c.spec.Checkpointing.Mode, Interval: c.spec.Checkpointing.Interval.D(), Counts: c.coord.counts, Unaligned: c.unalignedOn()}
+	if v.Unaligned {
+		v.AlignedCheckpointTimeout = c.spec.Checkpointing.AlignedCheckpointTimeout.D()
+	}
 	if r := c.coord.latestRestore; r != nil {
 		cp := *r
 		v.LatestRestore = &cp

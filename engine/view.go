@@ -196,8 +196,14 @@ type CheckpointsView struct {
 	Mode     CheckpointMode `json:"mode"`
 	Interval time.Duration  `json:"interval"`
 	// Unaligned is execution.checkpointing.unaligned (unaligned.go).
-	Unaligned bool             `json:"unaligned,omitempty"`
-	Counts    CheckpointCounts `json:"counts"`
+	Unaligned bool `json:"unaligned,omitempty"`
+	// AlignedCheckpointTimeout is
+	// execution.checkpointing.aligned-checkpoint-timeout when unaligned
+	// checkpoints are on: each checkpoint starts aligned and a subtask
+	// switches it to unaligned once it has taken this long since the
+	// trigger. Absent (0) when every checkpoint starts unaligned or none is.
+	AlignedCheckpointTimeout time.Duration    `json:"alignedCheckpointTimeout,omitempty"`
+	Counts                   CheckpointCounts `json:"counts"`
 	// History lists recent checkpoints and savepoints, newest last.
 	History []CheckpointStats `json:"history"`
 	// Retained lists the checkpoints and savepoints in storage.

@@ -47,7 +47,8 @@ export class CheckpointsView {
     // Each part is drawn again only when what it shows changed: a snapshot
     // arrives many times a second at full speed, a checkpoint once in a while.
     const lr = cv.latestRestore;
-    const sumKey = JSON.stringify([c, cv.mode, cv.interval, cv.storage.kind, lr?.localBytes, lr?.remoteBytes]);
+    const ato = cv.unaligned ? cv.alignedCheckpointTimeout || 0 : 0;
+    const sumKey = JSON.stringify([c, cv.mode, cv.interval, cv.storage.kind, lr?.localBytes, lr?.remoteBytes, ato]);
     if (sumKey !== this.sumKey) {
       this.sumKey = sumKey;
       clear(this.summary).append(
@@ -59,7 +60,10 @@ export class CheckpointsView {
           ? [h('span', { class: 'cp-restore-bytes', title: t('cp.restoreBytesTitle') },
             t('cp.restoreBytes', { local: bytes(lr.localBytes || 0), remote: bytes(lr.remoteBytes || 0) }))]
           : []),
-        h('span', { class: 'cp-mode' }, `${t(`mode.${cv.mode}${cv.unaligned ? '-unaligned' : ''}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`));
+        h('span', { class: 'cp-mode' }, `${ato ? t('mode.exactly-once-alignedTimeout', { d: dur(ato) }) : t(`mode.${cv.mode}${cv.unaligned ? '-unaligned' : ''}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`),
+        // Where StateLab's aligned-checkpoint-timeout differs from Flink's
+        // (docs/flink-fidelity.md): said wherever such a job's checkpoints show.
+        ...(ato ? [h('p', { class: 'cp-simplified simplified' }, t('explain.simplified.alignedTimeout', { d: dur(ato) }))] : []));
     }
     this.renderTimeline(cv);
     this.renderTable(cv);

@@ -28,13 +28,13 @@ function isSavepoint(snap, n) {
 // its pipelined region or every subtask — and from what: the latest
 // completed checkpoint, or nothing when none has completed; and the restart
 // strategy.
-function failoverText(snap, failed) {
+function failoverText(snap, failed, whole) {
   const r = snap.job.restart;
   const strategy = r?.strategy || 'fixed-delay';
   if (strategy === 'none') return t(r?.default ? 'explain.failover.noRestartDefault' : 'explain.failover.noRestart');
   const attempts = strategy === 'fixed-delay' || r?.maxAttempts ? t('explain.failover.left', { left: snap.job.restartsLeft }) : '';
   const cp = snap.checkpoints?.counts?.completed > 0;
-  const region = failed && regions(snap) > 1 ? regionOf(snap, failed) : null;
+  const region = failed && !whole && regions(snap) > 1 ? regionOf(snap, failed) : null;
   if (region) return t(cp ? 'explain.failover.region' : 'explain.failover.regionNone', { task: failed, tasks: region.join(', '), strategy, attempts });
   return t(cp ? 'explain.failover' : 'explain.failover.none', { strategy, attempts });
 }
@@ -61,6 +61,21 @@ function regionOf(snap, failed) {
   const out = [];
   for (const op of snap.job.operators) if (i < op.parallelism) out.push(`${op.id}#${i}`);
   return out.length ? out : null;
+}
+
+// wholeJobHere says why StateLab fails a job of several pipelined regions
+// over as a whole where Flink's DefaultScheduler would restart only the
+// failed subtask's region (docs/flink-fidelity.md): 'waiting' while a
+// restarted region waits for slots, 'rescale' while a rescale's savepoint
+// is taken or its new execution starts; '' otherwise. Once a rescale's
+// savepoint has completed (phase stopping) Flink fails over globally too
+// (StopWithSavepointTerminationHandlerImpl), and under the none strategy
+// the job fails either way.
+function wholeJobHere(snap) {
+  if (regions(snap) <= 1 || snap.job.restart?.strategy === 'none') return '';
+  if (snap.job.waitingForResources) return 'waiting';
+  if (snap.job.rescale && snap.job.rescale.phase !== 'stopping') return 'rescale';
+  return '';
 }
 
 // failureText is a failed checkpoint's reason in the page's language.
@@ -173,8 +188,13 @@ export class ExplainView {
             this.step(t('explain.tmLost.step', { tm: e.taskManager, tasks }), 'bad');
             if (snap.backend === 'pebble') this.step(t('explain.tmLost.disk'), 'bad');
             // Region failover restarts only the lost subtasks' regions;
-            // reactive mode restarts the whole job.
-            if (regions(snap) > 1) {
+            // reactive mode restarts the whole job; StateLab restarts the
+            // whole job too while a region waits or a rescale is under way.
+            const whole = names.size ? wholeJobHere(snap) : '';
+            if (whole) {
+              ep.data.whole = true;
+              this.step(t(`explain.simplified.wholeJob.${whole}`, { tasks: [...new Set([...names].flatMap((n) => regionOf(snap, n) || []))].join(', ') }), 'simplified');
+            } else if (regions(snap) > 1) {
               this.step(t('explain.tmLost.regions'));
               ep.data.region = [...new Set([...names].flatMap((n) => regionOf(snap, n) || []))];
             } else if (reactive(snap)) this.step(t('explain.reactiveRestart'));
@@ -186,14 +206,23 @@ export class ExplainView {
           break;
         case 'task-failed': {
           let ep = this.active('failover');
+          // A subtask failing while a restarted region waits for slots (or
+          // a rescale is under way) is a failure of its own: its story.
+          const whole = ep?.data.whole ? '' : wholeJobHere(snap);
+          if (ep && whole && ep.data.cause !== e.task) ep = null;
           if (!ep) {
             ep = this.start('failover', t('explain.taskFailed.title', { task: e.task }));
             ep.data.cause = e.task;
           }
           if (!ep.data.failed) {
             ep.data.failed = true;
-            if (regions(snap) > 1 && snap.job.restart?.strategy !== 'none') ep.data.region = regionOf(snap, e.task);
-            this.step(failoverText(snap, e.task), 'work');
+            if (!whole && regions(snap) > 1 && snap.job.restart?.strategy !== 'none') ep.data.region = regionOf(snap, e.task);
+            this.step(failoverText(snap, e.task, !!whole), 'work');
+            if (whole) {
+              ep.data.whole = true;
+              // Where StateLab differs from Flink here (docs/flink-fidelity.md).
+              this.step(t(`explain.simplified.wholeJob.${whole}`, { tasks: (regionOf(snap, e.task) || [e.task]).join(', ') }), 'simplified');
+            }
             if (reactive(snap) && snap.job.restart?.strategy !== 'none') this.step(t('explain.reactiveRestart'));
           }
           break;
@@ -344,7 +373,12 @@ export class ExplainView {
           if (ep && !ep.data.id) {
             ep.data.id = e.checkpoint;
             ep.data.savepoint = !!e.savepoint;
-            this.step(t(e.savepoint ? 'explain.cp.triggeredSp' : this.model.snap?.checkpoints?.unaligned ? 'explain.cp.triggeredUnaligned' : 'explain.cp.triggered', { n: e.checkpoint }));
+            // With aligned-checkpoint-timeout a checkpoint starts aligned
+            // and may switch; StateLab simplifies where it switches.
+            const cv = this.model.snap?.checkpoints;
+            const ato = !e.savepoint && cv?.unaligned ? cv.alignedCheckpointTimeout || 0 : 0;
+            this.step(t(e.savepoint ? 'explain.cp.triggeredSp' : ato ? 'explain.cp.triggeredAlignedTimeout' : cv?.unaligned ? 'explain.cp.triggeredUnaligned' : 'explain.cp.triggered', { n: e.checkpoint, d: dur(ato) }));
+            if (ato) this.step(t('explain.simplified.alignedTimeout', { d: dur(ato) }), 'simplified');
           }
           break;
         }

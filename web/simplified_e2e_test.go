@@ -1,0 +1,185 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// jsHasSentence is a JavaScript expression: some element sel selects holds
+// a catalogue sentence whose one placeholder {d} may be any text (the
+// parts before and after it, in that order).
+func jsHasSentence(sel, sentence string) string {
+	parts := strings.SplitN(sentence, "{d}", 2)
+	after := ""
+	if len(parts) == 2 {
+		after = parts[1]
+	}
+	return fmt.Sprintf(`[...document.querySelectorAll(%s)].some((e) => { const s = e.textContent, i = s.indexOf(%s);
+	  return i >= 0 && s.indexOf(%s, i + %d) >= 0; })`, strconv.Quote(sel), strconv.Quote(parts[0]), strconv.Quote(after), len([]rune(parts[0])))
+}
+
+// A person opens a sandbox whose checkpoints are aligned with an
+// aligned-checkpoint-timeout (unaligned=true, alignedCheckpointTimeout):
+// the checkpoint panel says the checkpoints start aligned and turn
+// unaligned after the timeout, and, as the story of the first checkpoint
+// does, what StateLab simplifies there (it switches only in the receiving
+// subtask; Flink also times out a barrier in a sender's output buffer),
+// in English at 1280 px and in Chinese at 390 px. A sandbox without the
+// timeout does not say it.
+func TestBrowserAlignedTimeoutSaysWhatIsSimplified(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	b := newBrowser(t)
+	for _, tc := range []struct {
+		lang  string
+		width int64
+	}{{"en", 1280}, {"zh", 390}} {
+		cat := catalogue(t, tc.lang)
+		simplified := cat["explain.simplified.alignedTimeout"]
+		require.Contains(t, simplified, "{d}")
+		b.run(chromedp.EmulateViewport(tc.width, 900))
+		b.openLive("template=wordcount&seed=3&interval=200ms&unaligned=true&alignedCheckpointTimeout=20ms&lang=" + tc.lang)
+		b.waitJS(20*time.Second, tc.lang+": the checkpoint panel says what is simplified", jsHasSentence(`#checkpoints .cp-simplified`, simplified))
+		b.waitJS(20*time.Second, tc.lang+": the mode names the timeout", jsHasSentence(`#checkpoints .cp-mode`, cat["mode.exactly-once-alignedTimeout"]))
+		assert.Contains(t, eval[string](b, `document.querySelector('#checkpoints .cp-simplified').textContent`), "20", "%s: the timeout itself", tc.lang)
+		b.waitJS(90*time.Second, tc.lang+": the first checkpoint's story says it too", jsHasSentence(`#explain .story li.st-simplified`, simplified))
+		b.waitJS(5*time.Second, tc.lang+": the story says the checkpoint starts aligned", jsHasSentence(`#explain .story li`, strings.SplitN(cat["explain.cp.triggeredAlignedTimeout"], "{n}", 2)[0]+"{d}"))
+		b.shot(fmt.Sprintf("aligned-timeout-simplified-%s-%d", tc.lang, tc.width))
+	}
+	b.openLive("template=wordcount&seed=3&interval=200ms&unaligned=true&lang=en")
+	b.waitJS(90*time.Second, "the first checkpoint's story, unaligned from the start",
+		jsHasSentence(`#explain .story li`, strings.SplitN(catalogue(t, "en")["explain.cp.triggeredUnaligned"], "{n}", 2)[0]+"{d}"))
+	assert.Zero(t, eval[int](b, `document.querySelectorAll('#checkpoints .cp-simplified, #explain .story li.st-simplified').length`),
+		"every checkpoint starts unaligned: nothing to say")
+}
+
+// failoverStoryIn is failoverStory with snapshots between the batches of
+// events, as the socket brings them: the live view's model gets each
+// snapshot, then the events after it, and the text of the failover
+// stories the explain view tells (the current one and the one before) in
+// lang comes back.
+func failoverStoryIn(t *testing.T, b *browserEnv, lang string, parts []storyPart) string {
+	t.Helper()
+	var feed strings.Builder
+	for _, p := range parts {
+		feed.WriteString("m.applySnapshot(" + toJSON(t, p.snap) + ");\n")
+		feed.WriteString("{ const evs = " + toJSON(t, p.events) + "; for (let i = 0; i < evs.length; i += 16) m.applyEvents(evs.slice(i, i + 16)); }\n")
+	}
+	js := `(async () => { const i18n = await import('/static/js/i18n.js'); await i18n.loadCatalog('` + lang + `');
+	  const { Model } = await import('/static/js/model.js'); const { ExplainView } = await import('/static/js/views/explain.js');
+	  const m = new Model(); const v = new ExplainView(document.createElement('div'), m, {});
+	  m.on((c) => v.onChange(c));
+	  ` + feed.String() + `
+	  const eps = [v.previous, v.episode].filter((ep) => ep && ep.kind === 'failover');
+	  return eps.map((ep) => [ep.title, ...ep.steps.map((s) => typeof s.text === 'function' ? s.text() : s.text)].join('\n')).join('\n'); })()`
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	return got
+}
+
+// storyPart is a snapshot and the events that came after it.
+type storyPart struct {
+	snap   engine.Snapshot
+	events []engine.Event
+}
+
+// In the etl job (two pipelined regions) a lost TaskManager's region waits
+// for a slot (tm-2's only slot runs the other pipeline); then source#1
+// crashes. Flink's DefaultScheduler would restart only source#1's region
+// (RestartPipelinedRegionFailoverStrategy; the waiting region keeps its
+// slot request); StateLab restarts the whole job there, and the story
+// says so once — the failover of the whole job, then what StateLab
+// simplifies, naming the region Flink would restart — in English and
+// Chinese, and not when the region is not waiting.
+func TestBrowserStoryFailureWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	s, events := stepperFromTemplate(t, "etl", url.Values{"seed": {"5"}, "heartbeatTimeout": {"50ms"},
+		"restart": {"fixed-delay"}, "restartAttempts": {"5"}, "restartDelay": {"10ms"}})
+	running := func(s *engine.Snapshot) bool {
+		for _, o := range s.Job.Operators {
+			for _, st := range o.Subtasks {
+				if st.Status != engine.TaskRunning {
+					return false
+				}
+			}
+		}
+		return s.Job.Status == engine.JobRunning
+	}
+	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && running(s) }, 500000)
+	require.NoError(t, err)
+	start := s.Snapshot()
+	tmOf := map[string]string{}
+	for _, o := range start.Job.Operators {
+		for _, st := range o.Subtasks {
+			tmOf[st.Name] = st.TaskManager
+		}
+	}
+	require.NotEqual(t, tmOf["source#0"], tmOf["source#1"], "each pipeline on a TaskManager of its own")
+	mark := len(*events)
+	require.NoError(t, s.Do(engine.Command{Name: engine.CmdCrashTaskManager, TaskManager: tmOf["source#0"]}))
+	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.WaitingForResources }, 500000)
+	require.NoError(t, err, "region 0 waits for a slot")
+	waiting := s.Snapshot()
+	require.Equal(t, engine.JobRunning, waiting.Job.Status)
+	lost := (*events)[mark:]
+	mark = len(*events)
+	require.NoError(t, s.Do(engine.Command{Name: engine.CmdCrashSubtask, Task: "source#1"}))
+	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.WaitingForResources && s.Job.Attempt > waiting.Job.Attempt }, 500000)
+	require.NoError(t, err, "StateLab restarts the whole job, which then waits for two slots")
+	crash := (*events)[mark:]
+
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/"))
+	for _, lang := range []string{"en", "zh"} {
+		cat := catalogue(t, lang)
+		simplified := cat["explain.simplified.wholeJob.waiting"]
+		require.Contains(t, simplified, "{tasks}")
+		parts := strings.SplitN(simplified, "{tasks}", 2)
+		got := failoverStoryIn(t, b, lang, []storyPart{{start, lost}, {waiting, crash}})
+		t.Logf("%s story:\n%s", lang, got)
+		assert.Equal(t, 1, strings.Count(got, parts[0]), "%s: the simplification is said once:\n%s", lang, got)
+		// The crash has a story of its own, after the lost TaskManager's,
+		// and the failover and the simplification are told in it.
+		title := strings.ReplaceAll(cat["explain.crashSubtask.title"], "{task}", "source#1")
+		require.Contains(t, got, title, "%s: the crash has its own story:\n%s", lang, got)
+		own := got[strings.Index(got, title):]
+		assert.Contains(t, own, parts[0]+"source#1, map#1, sink#1"+parts[1], "%s: it names the region Flink would restart:\n%s", lang, got)
+		whole := strings.SplitN(cat["explain.failover"], "{strategy}", 2)[0]
+		assert.Contains(t, own, whole, "%s: the story tells a failover of the whole job:\n%s", lang, got)
+		assert.NotContains(t, own, strings.SplitN(cat["explain.failover.region"], "{task}", 2)[0], "%s: no region failover told:\n%s", lang, got)
+
+		// The same crash with no region waiting is a region failover, as
+		// Flink's: nothing simplified to say.
+		before, evs := storyRun(t, url.Values{"seed": {"5"}}, engine.Command{Name: engine.CmdCrashSubtask, Task: "source#1"})
+		plain := failoverStory(t, b, lang, before, evs)
+		assert.NotContains(t, plain, parts[0], "%s: a region failover as Flink's:\n%s", lang, plain)
+
+		// While a rescale takes its savepoint (no template of several
+		// regions can rescale: forward edges keep their parallelism equal,
+		// so the snapshot says a rescale is under way), StateLab fails the
+		// whole job over too, where Flink would restart the region; once
+		// the savepoint completed (stopping) Flink fails over globally
+		// (StopWithSavepointTerminationHandlerImpl): nothing to say.
+		failed := engine.Event{Kind: engine.EvTaskFailed, Task: "source#1", Operator: "source", Message: "source#1 failed: crashed"}
+		rescaleSentence := strings.SplitN(cat["explain.simplified.wholeJob.rescale"], "{tasks}", 2)
+		for _, phase := range []string{"savepoint", "stopping"} {
+			during := start
+			during.Job.Rescale = &engine.RescaleView{Operator: "map", From: 2, To: 3, Phase: phase}
+			story := failoverStory(t, b, lang, during, []engine.Event{failed})
+			if phase == "stopping" {
+				assert.NotContains(t, story, rescaleSentence[0], "%s: %s", lang, story)
+				continue
+			}
+			assert.Contains(t, story, rescaleSentence[0]+"source#1, map#1, sink#1"+rescaleSentence[1], "%s: %s", lang, story)
+		}
+	}
+}
