@@ -359,6 +359,11 @@ func catalogue() []*scenario {
 			slots: 4,
 			check: checkExpired,
 		},
+		checkpointsByHand("retained-checkpoints-default", nil),
+		checkpointsByHand("retained-checkpoints-3", map[string]any{"retained": 3}),
+		intermediateSavepoint(),
+		restoreNumbering(),
+		unalignedWhileRunning(),
 		{
 			name: "jobmanager-storage-cap",
 			claim: "State over the JobManager checkpoint storage's cap (JobManagerCheckpointStorage(maxStateSize), here 1 byte, " +

@@ -186,6 +186,15 @@ type flinkPhase struct {
 	Job                   map[string]any `json:"job,omitempty"`
 	AllowNonRestoredState bool           `json:"allowNonRestoredState,omitempty"`
 	Refused               bool           `json:"refused,omitempty"`
+	// Steps run once the phase's input is read (scenario phase.steps); End
+	// "cancel" cancels the job after them
+	Steps []flinkStep `json:"steps,omitempty"`
+}
+
+// flinkStep is one of a phase's steps: checkpoint | savepoint | read (up to Limits).
+type flinkStep struct {
+	Kind   string             `json:"kind"`
+	Limits map[string][]int64 `json:"limits,omitempty"`
 }
 
 type flinkFault struct {
@@ -236,7 +245,18 @@ type phaseTrace struct {
 	BrokenCheckpoint int64 `json:"brokenCheckpoint"`
 	// OperatorIDs: each vertex's operator ID (hex), by name
 	OperatorIDs map[string]string `json:"operatorIds"`
-	Failure     *struct {
+	// Steps: what each of the phase's steps did (a triggered checkpoint's
+	// id, a savepoint's path, an error); RetainedCheckpoints: the chk-N
+	// directories with a _metadata file after the last step
+	Steps []struct {
+		Kind  string `json:"kind"`
+		ID    int64  `json:"id"`
+		Path  string `json:"path"`
+		Read  bool   `json:"read"`
+		Error string `json:"error"`
+	} `json:"steps"`
+	RetainedCheckpoints []int64 `json:"retainedCheckpoints"`
+	Failure             *struct {
 		Exception string `json:"exception"`
 		RootCause string `json:"rootCause"`
 	} `json:"failure"`
@@ -269,6 +289,7 @@ type checkpointTrace struct {
 		Status    string `json:"status"`
 		Savepoint bool   `json:"savepoint"`
 		Failure   string `json:"failure"`
+		Unaligned bool   `json:"unaligned"`
 	} `json:"history"`
 }
 
@@ -305,6 +326,17 @@ type operatorEvent struct {
 		Timestamp int64  `json:"timestamp"`
 		Role      string `json:"role"`
 	} `json:"timers"`
+	// a two-phase sink subtask notified that a checkpoint completed (event
+	// "notified"): the checkpoint, and the transactions it committed
+	Checkpoint int64       `json:"checkpoint"`
+	Committed  []txnCommit `json:"committed"`
+}
+
+// txnCommit is a transaction a notification committed: the checkpoint it
+// was pre-committed in, and how many records it held.
+type txnCommit struct {
+	Checkpoint int64 `json:"checkpoint"`
+	Records    int   `json:"records"`
 }
 
 type committedRecord struct {

@@ -93,7 +93,27 @@ type phase struct {
 	// written out by hand — submitted with the savepoint and allowNonRestoredState.
 	upgrade *engine.Command
 	job     map[string]any
+	// steps run in order once the phase's input is read (after its faults):
+	// stepCheckpoint and stepSavepoint trigger a checkpoint or an
+	// intermediate savepoint by hand and wait for it (StateLab's commands;
+	// Flink's MiniCluster.triggerCheckpoint / triggerSavepoint, as the REST
+	// API's POST /jobs/:jobid/checkpoints and /savepoints do); stepRead reads
+	// the scenario's next chunk of lines (a chunk after the phases' own:
+	// steps that read are for the last phase). The sources are held at the
+	// end of what the steps read, so the job keeps running: Flink's input
+	// file holds one chunk more than the steps read.
+	steps []string
+	// cancel (last phase, with steps): the phase ends by cancelling the job
+	// after its steps (Flink: MiniCluster.cancelJob; StateLab simply stops)
+	cancel bool
 }
+
+// The steps a phase runs by hand (phase.steps).
+const (
+	stepCheckpoint = "checkpoint"
+	stepSavepoint  = "savepoint"
+	stepRead       = "read"
+)
 
 // slFault is a StateLab command applied once the task has taken in at least
 // afterRecords records, or (cmd stallSnapshot) task's snapshot of
@@ -208,6 +228,28 @@ func (sc *scenario) flink(dir string) flinkScenario {
 			for _, src := range sc.sources() {
 				e := ends[src]
 				fp.Limits[src] = e[min(i, len(e)-1)]
+			}
+		}
+		if len(ph.steps) > 0 {
+			// Held at the phase's input (and, for each read, at the next chunk's end).
+			fp.Limits = map[string][]int64{}
+			for _, src := range sc.sources() {
+				fp.Limits[src] = ends[src][i]
+			}
+			chunk := len(sc.phases)
+			for _, st := range ph.steps {
+				step := flinkStep{Kind: st}
+				if st == stepRead {
+					step.Limits = map[string][]int64{}
+					for _, src := range sc.sources() {
+						step.Limits[src] = ends[src][chunk]
+					}
+					chunk++
+				}
+				fp.Steps = append(fp.Steps, step)
+			}
+			if ph.cancel {
+				fp.End = "cancel"
 			}
 		}
 		if i < len(sc.phases)-1 {

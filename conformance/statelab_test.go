@@ -67,6 +67,31 @@ type slPhase struct {
 	alertsIn int64
 	// timersFired: the phase's timer-fired events (alerts)
 	timersFired []engine.Event
+	// steps: the checkpoint or savepoint each of the phase's steps took
+	// (0 for a read); retained: the completed checkpoints (not savepoints)
+	// the checkpoint storage retains after the last step
+	steps    []int64
+	retained []int64
+	// history: every checkpoint and savepoint of the run so far, oldest first
+	history []cpEntry
+	// notified: per sink subtask, each checkpoint it was notified of in the
+	// phase and the transactions that committed (as flinkref's "notified")
+	notified map[string][]notification
+}
+
+// cpEntry is a checkpoint or savepoint in the history.
+type cpEntry struct {
+	ID        int64  `json:"id"`
+	Status    string `json:"status"`
+	Savepoint bool   `json:"savepoint"`
+	Unaligned bool   `json:"unaligned"`
+}
+
+// notification is a sink subtask notified that checkpoint completed, and
+// the transactions (by the checkpoint each was pre-committed in) it committed.
+type notification struct {
+	Checkpoint int64       `json:"checkpoint"`
+	Committed  []txnCommit `json:"committed"`
 }
 
 // failedCheckpoint is a failed checkpoint, its reason named as Flink's
@@ -295,6 +320,28 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			}
 			lastFaultAt = s.Snapshot().At
 		}
+		if len(ph.steps) > 0 {
+			if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return caughtUp(sn, sc, injected) }, stepsPerPhase); err != nil {
+				return res, fmt.Errorf("phase %d: before its steps: %w", i, err)
+			}
+			chunk := len(sc.phases)
+			for _, st := range ph.steps {
+				id, err := runStep(s, sc, st, chunk, injected)
+				if err != nil {
+					return res, fmt.Errorf("phase %d: step %s: %w", i, st, err)
+				}
+				if st == stepRead {
+					chunk++
+				}
+				p.steps = append(p.steps, id)
+			}
+			for _, c := range s.Snapshot().Checkpoints.Retained {
+				if !c.Savepoint {
+					p.retained = append(p.retained, c.ID)
+				}
+			}
+			sort.Slice(p.retained, func(a, b int) bool { return p.retained[a] < p.retained[b] })
+		}
 		var runErr error
 		if sc.continuous && i < len(sc.phases)-1 {
 			// The phase ends where the next one's lines begin (see scenario.continuous).
@@ -330,6 +377,10 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				p.failedCheckpoints = append(p.failedCheckpoints, failedCheckpoint{ID: h.ID, Reason: string(h.FailureReason), Message: h.FailureMessage})
 			}
 		}
+		for _, h := range snap.Checkpoints.History {
+			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned})
+		}
+		p.notified = notifications(events[mark:])
 		deployed := map[string]bool{}
 		for k, e := range events[mark:] {
 			if e.Kind == engine.EvRestore {
@@ -378,6 +429,138 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	}
 	res.compare = cmp
 	return res, nil
+}
+
+// runStep runs one of a phase's steps on StateLab: a read injects the
+// scenario's lines of chunk (dealt on over the partitions, as options.lines
+// and flinkref's input are) and runs until they are processed; a checkpoint
+// or savepoint is triggered by command and awaited. It returns the id of the
+// checkpoint or savepoint taken (0 for a read).
+func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected map[string]int) (int64, error) {
+	switch step {
+	case stepRead:
+		for _, src := range sc.sources() {
+			if chunk >= len(sc.lines[src]) {
+				return 0, fmt.Errorf("no chunk %d of lines for %s", chunk, src)
+			}
+			for _, l := range sc.lines[src][chunk] {
+				part := injected[src] % sc.partitions[src]
+				injected[src]++
+				if err := s.Do(engine.Command{Name: engine.CmdInject, Operator: src, Partition: part, Text: l}); err != nil {
+					return 0, fmt.Errorf("inject into %s: %w", src, err)
+				}
+			}
+		}
+		_, err := s.RunUntil(func(sn *engine.Snapshot) bool { return caughtUp(sn, sc, injected) }, stepsPerPhase)
+		return 0, err
+	case stepCheckpoint, stepSavepoint:
+		var last int64
+		for _, h := range s.Snapshot().Checkpoints.History {
+			last = max(last, h.ID)
+		}
+		cmd := engine.CmdTriggerCheckpoint
+		if step == stepSavepoint {
+			cmd = engine.CmdTriggerSavepoint
+		}
+		if err := s.Do(engine.Command{Name: cmd}); err != nil {
+			return 0, err
+		}
+		var id int64
+		_, err := s.RunUntil(func(sn *engine.Snapshot) bool {
+			for _, h := range sn.Checkpoints.History {
+				if h.ID > last && h.Status != engine.CheckpointInProgress {
+					id = h.ID
+					return true
+				}
+			}
+			return false
+		}, stepsPerPhase)
+		if err != nil {
+			return 0, fmt.Errorf("waiting for the %s: %w", step, err)
+		}
+		for _, h := range s.Snapshot().Checkpoints.History {
+			if h.ID == id && h.Status != engine.CheckpointCompleted {
+				return id, fmt.Errorf("%s %d %s: %s", step, id, h.Status, h.FailureMessage)
+			}
+		}
+		return id, nil
+	}
+	return 0, fmt.Errorf("unknown step %q", step)
+}
+
+// caughtUp reports whether every subtask runs, the sources have read every
+// line given them (given, per source) and every operator has taken in all
+// its inputs sent: the records read so far have reached the sinks. (Stepper's
+// RunUntilDrained also waits for the sinks' transactions to commit, which
+// without periodic checkpoints they never do.)
+func caughtUp(sn *engine.Snapshot, sc *scenario, given map[string]int) bool {
+	if !allRunning(sn) {
+		return false
+	}
+	in, out := map[string]int64{}, map[string]int64{}
+	for _, o := range sn.Job.Operators {
+		for _, st := range o.Subtasks {
+			in[o.ID] += st.RecordsIn
+			out[o.ID] += st.RecordsOut
+		}
+	}
+	// The sources' offsets (a subtask's counters start again with each
+	// execution; the offsets go on from the restored ones).
+	read := map[string]int64{}
+	for _, sv := range sn.Sources {
+		for _, pv := range sv.Partitions {
+			read[sv.Operator] += pv.Offset
+		}
+	}
+	for src, n := range given {
+		if read[src] < int64(n) {
+			return false
+		}
+	}
+	sent := map[string]int64{}
+	for _, e := range sc.spec["edges"].([]any) {
+		ed := e.(map[string]any)
+		sent[ed["to"].(string)] += out[ed["from"].(string)]
+	}
+	for op, n := range sent {
+		if in[op] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// notifications reads, from StateLab's events, each sink subtask's
+// checkpoint-complete notifications and the transactions committed on each
+// (the sink commits, then the subtask's notification event follows).
+// Transactions with no records are left out, as flinkref's are compared
+// without them.
+func notifications(events []engine.Event) map[string][]notification {
+	out := map[string][]notification{}
+	pending := map[string][]txnCommit{}
+	for _, e := range events {
+		if e.Operator != "sink" {
+			continue
+		}
+		switch e.Kind {
+		case engine.EvTxnCommitted:
+			pending[e.Task] = append(pending[e.Task], txnCommit{Checkpoint: e.Checkpoint, Records: int(e.Records)})
+		case engine.EvNotifyComplete:
+			out[e.Task] = append(out[e.Task], notification{Checkpoint: e.Checkpoint, Committed: nonEmpty(pending[e.Task])})
+			delete(pending, e.Task)
+		}
+	}
+	return out
+}
+
+func nonEmpty(c []txnCommit) []txnCommit {
+	out := []txnCommit{}
+	for _, t := range c {
+		if t.Records > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // deleteLatestCheckpointFiles deletes every state file (all but

@@ -632,12 +632,25 @@ final class Ops {
         @Override
         public void notifyCheckpointComplete(long id) throws Exception {
             super.notifyCheckpointComplete(id);
+            // Which checkpoint notified the subtask, and the transactions it committed (the checkpoint each was
+            // pre-committed in, and its records): a savepoint that is not a stop-with-savepoint notifies nobody
+            // (CheckpointCoordinator.cleanupAfterCompletedCheckpoint), so its transaction waits for the next
+            // checkpoint.
+            List<Map<String, Object>> committedNow = new ArrayList<>();
             var it = pending.headMap(id, true).entrySet().iterator();
             while (it.hasNext()) {
                 var e = it.next();
-                Staging.commit(this.id, e.getValue(), e.getKey(), outputFile);
+                int n = Staging.size(e.getValue());
+                if (Staging.commit(this.id, e.getValue(), e.getKey(), outputFile)) {
+                    committedNow.add(Map.of("checkpoint", e.getKey(), "records", n));
+                }
                 it.remove();
             }
+            Map<String, Object> ev = event("notified", this.id, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
+                    getRuntimeContext().getTaskInfo().getAttemptNumber());
+            ev.put("checkpoint", id);
+            ev.put("committed", committedNow);
+            Trace.event(ev);
         }
 
         @Override
@@ -698,6 +711,12 @@ final class Ops {
                 Output.append(outputFile, recs);
             }
             return now;
+        }
+
+        /** How many records txn holds (0 once committed or aborted). */
+        static synchronized int size(String txn) {
+            List<Rec> recs = open.get(txn);
+            return recs == null ? 0 : recs.size();
         }
 
         static synchronized void abort(String txn) {

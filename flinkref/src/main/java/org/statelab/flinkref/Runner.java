@@ -65,7 +65,12 @@ final class Runner {
         private String shape;
 
         MiniCluster get(int tms, int slots) throws Exception {
-            String want = tms + "x" + slots;
+            return get(tms, slots, Map.of());
+        }
+
+        /** clusterConf: options the JobManager reads from the cluster's configuration, not from a job's. */
+        MiniCluster get(int tms, int slots, Map<String, String> clusterConf) throws Exception {
+            String want = tms + "x" + slots + new java.util.TreeMap<>(clusterConf);
             if (mc != null && want.equals(shape)) {
                 return mc;
             }
@@ -77,6 +82,7 @@ final class Runner {
             // Every checkpoint in the trace's history (Flink keeps the latest 10 by default), so a scenario sees
             // which one failed and why even after many completed.
             conf.set(org.apache.flink.configuration.WebOptions.CHECKPOINTS_HISTORY_SIZE, 1000);
+            clusterConf.forEach(conf::setString);
             mc = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
                     .setNumTaskManagers(tms).setNumSlotsPerTaskManager(slots).build());
             mc.start();
@@ -110,13 +116,19 @@ final class Runner {
         if (timeout > 0) {
             m.put(CheckpointingOptions.CHECKPOINTING_TIMEOUT.key(), timeout + " ms");
         }
+        if (cp.path("unaligned").asBoolean(false)) {
+            m.put(CheckpointingOptions.ENABLE_UNALIGNED.key(), "true");
+            long at = Specs.millis(cp.path("alignedCheckpointTimeout"), 0);
+            putIf(m, at > 0, CheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT.key(), at + " ms");
+        }
         long pause = Specs.millis(cp.path("minPause"), 0);
         if (pause > 0) {
             m.put(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS.key(), pause + " ms");
         }
-        if (cp.path("retained").asInt(0) > 0) {
-            m.put(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS.key(), cp.path("retained").asText());
-        }
+        // Retained checkpoints: read from the JobManager's configuration only (see clusterConfig), so on a
+        // running cluster this has no effect; an exported job run locally (ExportedJob) starts its MiniCluster
+        // with this configuration, where it does.
+        m.putAll(clusterConfig(spec));
         if (cp.has("tolerableFailedCheckpoints")) {
             m.put(CheckpointingOptions.TOLERABLE_FAILURE_NUMBER.key(), cp.path("tolerableFailedCheckpoints").asText());
         }
@@ -193,6 +205,21 @@ final class Runner {
         return Configuration.fromMap(m);
     }
 
+    /**
+     * The options of the spec that Flink reads from the JobManager's (cluster's) configuration only: the number
+     * of retained checkpoints (SchedulerUtils.createCompletedCheckpointStore reads
+     * execution.checkpointing.num-retained from the JobManager configuration; set in a job's configuration it
+     * changes nothing). The runner starts the scenario's MiniCluster with them.
+     */
+    static Map<String, String> clusterConfig(JsonNode spec) {
+        Map<String, String> m = new HashMap<>();
+        JsonNode cp = spec.path("checkpointing");
+        if (cp.path("retained").asInt(0) > 0) {
+            m.put(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS.key(), cp.path("retained").asText());
+        }
+        return m;
+    }
+
     private static void putIf(Map<String, String> m, boolean cond, String key, Object value) {
         if (cond) {
             m.put(key, String.valueOf(value));
@@ -233,7 +260,7 @@ final class Runner {
                 loses |= "tm-lost".equals(f.path("kind").asText());
             }
         }
-        mc = pool.get(tms, slots);
+        mc = pool.get(tms, slots, clusterConfig(spec));
         trace.put("clusterStartMillis", (System.nanoTime() - t0) / 1_000_000);
         try {
             String restore = null;
@@ -361,6 +388,7 @@ final class Runner {
         String end = ph.path("end").asText("finish");
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(ph.path("timeoutSeconds").asLong(120));
         boolean stopping = false;
+        boolean stepsDone = false;
         List<Object> lost = new ArrayList<>();
         while (true) {
             JobStatus st = current.get();
@@ -400,7 +428,19 @@ final class Runner {
             }
             long runningFor = (System.nanoTime() - start) / 1_000_000
                     - (long) transitions.get(transitions.size() - 1).get("atMillis");
-            if ("savepoint".equals(end) && !stopping && st == JobStatus.RUNNING && limitsReached(input) && faultsDone
+            if (ph.has("steps") && !stepsDone && !stopping && st == JobStatus.RUNNING && limitsReached(input)
+                    && faultsDone) {
+                // The phase's steps, in order, once its input is read: checkpoints and savepoints triggered by
+                // hand (each awaited), and more input read between them.
+                runSteps(id, ph.path("steps"), input, pt);
+                stepsDone = true;
+            }
+            if ("cancel".equals(end) && !stopping && stepsDone) {
+                mc.cancelJob(id).get(60, TimeUnit.SECONDS);
+                stopping = true;
+            }
+            if ("savepoint".equals(end) && !stopping && (stepsDone || !ph.has("steps")) && st == JobStatus.RUNNING
+                    && limitsReached(input) && faultsDone
                     && (!ph.path("awaitFaults").asBoolean(false) || runningFor > 1000)
                     && (!ph.path("awaitWatermark").asBoolean(false) || watermarkReached(input, spec, par, pt))) {
                 File spDir = new File(work, sc.path("name").asText() + "/savepoints");
@@ -493,6 +533,97 @@ final class Runner {
         }
         pt.put("savepointWatermarks", new java.util.TreeMap<>(Ops.AlertsOperator.watermarks));
         return true;
+    }
+
+    /**
+     * Runs a phase's steps: "checkpoint" triggers a checkpoint by hand (MiniCluster.triggerCheckpoint, as
+     * {@code POST /jobs/:jobid/checkpoints} does) and waits for it; "savepoint" triggers a savepoint that does not
+     * stop the job (an intermediate savepoint) and waits for it; "read" raises the sources' limits to the step's
+     * and waits until they are read. Notes each step's outcome and, after the last, the checkpoints retained in
+     * the job's checkpoint directory (chk-N with its _metadata).
+     */
+    private void runSteps(JobID id, JsonNode steps, String input, Map<String, Object> pt) throws Exception {
+        // A checkpoint triggered before every task runs is refused ("Not all required tasks are currently
+        // running", CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING): the job is RUNNING as soon as one
+        // task is, and the sources may have read their input before the sink's task has started.
+        long deployed = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < deployed && !allTasksRunning(id)) {
+            Thread.sleep(5);
+        }
+        List<Object> done = new ArrayList<>();
+        for (JsonNode step : steps) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            String kind = step.path("kind").asText();
+            m.put("kind", kind);
+            try {
+                switch (kind) {
+                    case "checkpoint" -> m.put("id", mc.triggerCheckpoint(id,
+                            org.apache.flink.core.execution.CheckpointType.CONFIGURED).get(120, TimeUnit.SECONDS));
+                    case "savepoint" -> m.put("path", mc.triggerSavepoint(id,
+                            new File(work, sc.path("name").asText() + "/savepoints").toURI().toString(), false,
+                            SavepointFormatType.CANONICAL).get(120, TimeUnit.SECONDS));
+                    case "read" -> {
+                        step.path("limits").fields().forEachRemaining(e -> {
+                            long[] l = new long[e.getValue().size()];
+                            for (int k = 0; k < l.length; k++) {
+                                l[k] = e.getValue().get(k).asLong();
+                            }
+                            PartitionSource.limits.put(e.getKey(), l);
+                        });
+                        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                        while (!limitsReached(input) && System.nanoTime() < until) {
+                            Thread.sleep(5);
+                        }
+                        m.put("read", limitsReached(input));
+                    }
+                    default -> throw new IllegalArgumentException("unknown step " + kind);
+                }
+            } catch (Exception e) {
+                m.put("error", e.toString());
+            }
+            done.add(m);
+        }
+        pt.put("steps", done);
+        pt.put("retainedCheckpoints", retainedCheckpoints());
+    }
+
+    private boolean allTasksRunning(JobID id) throws Exception {
+        AccessExecutionGraph g = mc.getExecutionGraph(id).get(10, TimeUnit.SECONDS);
+        for (AccessExecutionVertex v : g.getAllExecutionVertices()) {
+            if (v.getExecutionState() != ExecutionState.RUNNING) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The checkpoints with a _metadata file in the running job's checkpoint directory, once that set has not
+     * changed for a second: a subsumed checkpoint is deleted asynchronously (CheckpointsCleaner), after the
+     * checkpoint that subsumed it completed.
+     */
+    private static List<Long> retainedCheckpoints() throws InterruptedException {
+        List<Long> prev = null;
+        long stableSince = System.nanoTime();
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < until) {
+            List<Long> now = new ArrayList<>();
+            File dir = Faults.checkpointDir;
+            File[] chks = dir == null ? null
+                    : dir.listFiles((d, n) -> n.startsWith("chk-") && new File(d, n + "/_metadata").isFile());
+            for (File c : chks == null ? new File[0] : chks) {
+                now.add(Long.parseLong(c.getName().substring("chk-".length())));
+            }
+            java.util.Collections.sort(now);
+            if (!now.equals(prev)) {
+                prev = now;
+                stableSince = System.nanoTime();
+            } else if (System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(1)) {
+                return now;
+            }
+            Thread.sleep(20);
+        }
+        return prev;
     }
 
     /** Whether every partition held back by the phase's limits has been read up to its limit. */
@@ -627,6 +758,7 @@ final class Runner {
                 m.put("id", s.getCheckpointId());
                 m.put("status", s.getStatus().name());
                 m.put("savepoint", s.getProperties().isSavepoint());
+                m.put("unaligned", s.isUnalignedCheckpoint());
                 if (s instanceof FailedCheckpointStats f && f.getFailureMessage() != null) {
                     m.put("failure", f.getFailureMessage());
                 }

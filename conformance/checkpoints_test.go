@@ -1,0 +1,328 @@
+package conformance
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// The checkpoint scenarios: checkpoints and savepoints triggered by hand (no
+// periodic checkpointing, so that both systems take the same ids at the same
+// points of the input), the checkpoints the storage retains, what an
+// intermediate savepoint commits, and how a restored job numbers its
+// checkpoints.
+
+// checkpointsByHand: five checkpoints triggered by hand once the input is
+// read; the checkpoint storage keeps the latest state.checkpoints.num-retained
+// of them (default 1) and deletes the ones they subsume.
+func checkpointsByHand(name string, checkpointing map[string]any) *scenario {
+	retained := "the default state.checkpoints.num-retained (1)"
+	if checkpointing != nil {
+		retained = fmt.Sprintf("state.checkpoints.num-retained %v", checkpointing["retained"])
+	}
+	return &scenario{
+		name: name,
+		claim: "Five checkpoints triggered by hand, one after another: the checkpoint storage keeps the latest " +
+			"completed ones up to " + retained + " and deletes the older ones as each new one subsumes them " +
+			"(CheckpointCoordinator.addCompletedCheckpointToStoreAndSubsumeOldest, DefaultCompletedCheckpointStore; " +
+			"on Flink, the chk-N directories with a _metadata file left in the job's checkpoint directory)",
+		spec:       withBackend(wordCount(2, "exactly-once", checkpointing, nil), "fs"),
+		partitions: map[string]int{"source": 2},
+		// the phase's input, and one chunk more that holds the sources (never read)
+		lines:  map[string][][]string{"source": {genLines(60, 30, 3), genLines(61, 10, 3)}},
+		phases: []phase{{steps: []string{stepCheckpoint, stepCheckpoint, stepCheckpoint, stepCheckpoint, stepCheckpoint}, cancel: true}},
+		slots:  4,
+		check:  checkRetained(checkpointing),
+	}
+}
+
+func checkRetained(checkpointing map[string]any) func(j *judge, sl *slResult, fl *trace) {
+	keep := 1 // CheckpointingOptions.MAX_RETAINED_CHECKPOINTS' default
+	if checkpointing != nil {
+		keep = checkpointing["retained"].(int)
+	}
+	return func(j *judge, sl *slResult, fl *trace) {
+		require.Len(j.t, fl.Phases, 1)
+		p := fl.Phases[0]
+		ids := flinkStepIDs(&p)
+		j.true("Flink took every checkpoint by hand", len(ids) == 5 && stepErrors(&p) == "", p.Steps)
+		if len(ids) == 5 {
+			j.true("Flink retains the latest checkpoints it completed, as many as it keeps",
+				fmt.Sprint(p.RetainedCheckpoints) == fmt.Sprint(ids[5-keep:]), p.RetainedCheckpoints)
+		}
+		j.t.Logf("Flink: checkpoints %v, retained %v", ids, p.RetainedCheckpoints)
+		if sl == nil {
+			return
+		}
+		require.Len(j.t, sl.phases, 1)
+		j.equal("the checkpoints taken by hand", sl.phases[0].steps, ids)
+		j.equal("the completed checkpoints retained after them", sl.phases[0].retained, p.RetainedCheckpoints)
+	}
+}
+
+// intermediateSavepoint: checkpoint, more input, savepoint, more input,
+// checkpoint. A savepoint that does not stop the job notifies no task
+// (CheckpointCoordinator.cleanupAfterCompletedCheckpoint notifies only for a
+// checkpoint or a synchronous savepoint, since Flink 1.15), so a two-phase sink commits nothing on it: the
+// transaction it pre-committed waits for the next checkpoint, which commits it
+// with its own.
+func intermediateSavepoint() *scenario {
+	return &scenario{
+		name: "intermediate-savepoint-commits-nothing",
+		claim: "An intermediate savepoint (not stop-with-savepoint) commits nothing to a two-phase-commit sink: no task is " +
+			"notified of it (CheckpointCoordinator.cleanupAfterCompletedCheckpoint notifies for checkpoints and synchronous " +
+			"savepoints only), so the records pre-committed in its transaction are committed by the next checkpoint, " +
+			"with that checkpoint's own; each result is committed exactly once",
+		spec:       wordCount(2, "exactly-once", nil, nil),
+		partitions: map[string]int{"source": 2},
+		lines: map[string][][]string{"source": {
+			genLines(62, 30, 3), // the phase's input: checkpoint 1 holds it
+			genLines(63, 20, 3), // read before the savepoint (2)
+			genLines(64, 20, 3), // read before checkpoint 3
+			genLines(65, 10, 3), // holds the sources, never read
+		}},
+		phases: []phase{{steps: []string{stepCheckpoint, stepRead, stepSavepoint, stepRead, stepCheckpoint}, cancel: true}},
+		slots:  4,
+		check:  checkIntermediateSavepoint,
+	}
+}
+
+func checkIntermediateSavepoint(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 1)
+	p := fl.Phases[0]
+	ids := flinkStepIDs(&p)
+	j.true("Flink took checkpoint, savepoint, checkpoint", len(ids) == 5 && stepErrors(&p) == "" && ids[2] > 0, p.Steps)
+	notified := flinkNotified(&p)
+	savepoint := int64(-1)
+	if len(ids) == 5 {
+		savepoint = ids[2]
+	}
+	for task, ns := range notified {
+		for _, n := range ns {
+			j.true("Flink notified no sink subtask of the savepoint", n.Checkpoint != savepoint, fmt.Sprintf("%s: %v", task, ns))
+		}
+	}
+	j.t.Logf("Flink: steps %v, notifications %v", ids, notified)
+	lines := catalogueLines("intermediate-savepoint-commits-nothing")
+	checkExactOutput(j, sl, fl, wordCountOutput(lines[:3]...))
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 1)
+	j.equal("the checkpoints and the savepoint taken by hand (0: a read)", sl.phases[0].steps, ids)
+	j.equal("the checkpoints each sink subtask was notified of", notifiedIDs(sl.phases[0].notified), notifiedIDs(notified))
+	j.equal("the records committed on each notification, by the checkpoint or savepoint that pre-committed them",
+		committedOn(sl.phases[0].notified), committedOn(notified))
+}
+
+// restoreNumbering: two checkpoints by hand, stop with a savepoint (StateLab:
+// the rescale's), restore with count at parallelism 3, one checkpoint by
+// hand: the restored job's first checkpoint is the savepoint's id + 1
+// (CheckpointCoordinator.restoreSavepoint: checkpointIdCounter.setCount(id + 1)).
+func restoreNumbering() *scenario {
+	return &scenario{
+		name: "restore-numbers-checkpoints-after-savepoint",
+		claim: "A job restored from savepoint N numbers its checkpoints from N + 1 (CheckpointCoordinator.restoreSavepoint: " +
+			"checkpointIdCounter.setCount(savepoint id + 1)): checkpoints 1 and 2 by hand, the stop's savepoint 3, the " +
+			"restored job's first checkpoint 4",
+		spec:       wordCount(2, "exactly-once", nil, nil),
+		partitions: map[string]int{"source": 2},
+		lines: map[string][][]string{"source": {
+			genLines(66, 30, 3), // phase 0
+			genLines(67, 20, 3), // phase 1
+			genLines(68, 10, 3), // holds the sources, never read
+		}},
+		phases: []phase{
+			{steps: []string{stepCheckpoint, stepCheckpoint}},
+			{rescale: map[string]int{"count": 3}, steps: []string{stepCheckpoint}, cancel: true},
+		},
+		slots: 4,
+		check: checkRestoreNumbering,
+	}
+}
+
+func checkRestoreNumbering(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 2, "Flink ran the job and the restored one")
+	p0, p1 := fl.Phases[0], fl.Phases[1]
+	j.true("Flink's steps all completed", stepErrors(&p0) == "" && stepErrors(&p1) == "", []any{p0.Steps, p1.Steps})
+	var stopped int64
+	for _, h := range p0.Checkpoints.History {
+		if h.Savepoint && h.Status == "COMPLETED" {
+			stopped = h.ID
+		}
+	}
+	var restored int64
+	if r := p1.Checkpoints.LatestRestored; r != nil {
+		restored = r.ID
+	}
+	first := flinkStepIDs(&p1)
+	j.true("Flink's restored job restored the savepoint it stopped with", stopped > 0 && restored == stopped, []int64{stopped, restored})
+	j.true("Flink's restored job took checkpoint savepoint + 1", len(first) == 1 && first[0] == stopped+1, []any{stopped, first})
+	j.t.Logf("Flink: checkpoints %v, savepoint %d, restored %d, then %v", flinkStepIDs(&p0), stopped, restored, first)
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 2, "StateLab ran the job and the restored one")
+	var slStopped int64
+	for _, h := range sl.phases[1].history {
+		if h.Savepoint && h.Status == engine.CheckpointCompleted && h.ID > slStopped && (len(sl.phases[1].steps) == 0 || h.ID < sl.phases[1].steps[0]) {
+			slStopped = h.ID
+		}
+	}
+	slRestored := map[int64]bool{}
+	for _, e := range sl.phases[1].restores {
+		slRestored[e.Checkpoint] = true
+	}
+	j.equal("the checkpoints taken by hand before the stop", sl.phases[0].steps, flinkStepIDs(&p0))
+	j.equal("the savepoint the job stopped with", slStopped, stopped)
+	j.equal("the checkpoint or savepoint the restored job's subtasks restored", keysOf(slRestored), []int64{restored})
+	j.equal("the restored job's first checkpoint", sl.phases[1].steps, first)
+}
+
+// flinkStepIDs is the id each of a phase's steps took on Flink: a
+// checkpoint's as triggerCheckpoint returned it, a savepoint's from the
+// checkpoint history (the savepoint of the phase that is not the stop's), 0
+// for a read.
+func flinkStepIDs(p *phaseTrace) []int64 {
+	var savepoints []int64
+	for _, h := range p.Checkpoints.History {
+		if h.Savepoint && h.Status == "COMPLETED" {
+			savepoints = append(savepoints, h.ID)
+		}
+	}
+	sort.Slice(savepoints, func(a, b int) bool { return savepoints[a] < savepoints[b] })
+	ids := []int64{}
+	for _, s := range p.Steps {
+		switch s.Kind {
+		case stepSavepoint:
+			var id int64
+			if len(savepoints) > 0 {
+				id, savepoints = savepoints[0], savepoints[1:]
+			}
+			ids = append(ids, id)
+		default:
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}
+
+func stepErrors(p *phaseTrace) string {
+	var errs []string
+	for _, s := range p.Steps {
+		if s.Error != "" || (s.Kind == stepRead && !s.Read) {
+			errs = append(errs, s.Kind+": "+s.Error)
+		}
+	}
+	return strings.Join(errs, "; ")
+}
+
+// flinkNotified is flinkref's "notified" events by sink subtask, the last
+// attempt's (no scenario here restarts), transactions without records left out.
+func flinkNotified(p *phaseTrace) map[string][]notification {
+	out := map[string][]notification{}
+	for _, e := range p.Events {
+		if e.Event == "notified" && e.Operator == "sink" {
+			out[e.Task] = append(out[e.Task], notification{Checkpoint: e.Checkpoint, Committed: nonEmpty(e.Committed)})
+		}
+	}
+	return out
+}
+
+// notifiedIDs is the checkpoints each sink subtask was notified of.
+func notifiedIDs(n map[string][]notification) map[string][]int64 {
+	out := map[string][]int64{}
+	for task, ns := range n {
+		ids := []int64{}
+		for _, x := range ns {
+			ids = append(ids, x.Checkpoint)
+		}
+		out[task] = ids
+	}
+	return out
+}
+
+// committedOn is, per notification, the records committed over every sink
+// subtask by the checkpoint that pre-committed them: how records spread over
+// the sink's subtasks depends on where each rebalance starts (Flink's
+// RebalancePartitioner starts at a random channel), their sum does not.
+func committedOn(n map[string][]notification) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, ns := range n {
+		for _, x := range ns {
+			k := fmt.Sprintf("notified of %d", x.Checkpoint)
+			if out[k] == nil {
+				out[k] = map[string]int{}
+			}
+			for _, c := range x.Committed {
+				out[k][fmt.Sprintf("pre-committed in %d", c.Checkpoint)] += c.Records
+			}
+		}
+	}
+	return out
+}
+
+func keysOf(m map[int64]bool) []int64 {
+	out := []int64{}
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+// unalignedWhileRunning: checkpoints triggered by hand while every task runs
+// (the sources held at the end of their input), with unaligned checkpoints
+// on. Flink takes a checkpoint unaligned only with periodic checkpointing
+// configured (without an interval its manual checkpoints were aligned), so
+// the interval is an hour: a periodic checkpoint may still come among the
+// ones by hand (Flink's first is due at a random point of the interval), so
+// ids are not compared, only how each was taken.
+func unalignedWhileRunning() *scenario {
+	return &scenario{
+		name: "unaligned-checkpoints-while-running",
+		claim: "With unaligned checkpoints on (execution.checkpointing.unaligned.enabled, aligned-checkpoint-timeout 0) a " +
+			"checkpoint of a running job is taken unaligned (CheckpointOptions.forConfig; Flink's checkpoint statistics " +
+			"mark it unaligned, as StateLab's do): the barrier overtakes the records in flight and they become channel state",
+		spec:       wordCount(2, "exactly-once", map[string]any{"unaligned": true, "interval": "1h"}, nil),
+		partitions: map[string]int{"source": 2},
+		lines:      map[string][][]string{"source": {genLines(70, 30, 3), genLines(71, 10, 3)}},
+		phases:     []phase{{steps: []string{stepCheckpoint, stepCheckpoint}, cancel: true}},
+		slots:      4,
+		check:      checkUnalignedWhileRunning,
+	}
+}
+
+func checkUnalignedWhileRunning(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 1)
+	p := fl.Phases[0]
+	completed, aligned := 0, 0
+	for _, h := range p.Checkpoints.History {
+		if h.Status == "COMPLETED" && !h.Savepoint {
+			completed++
+			if !h.Unaligned {
+				aligned++
+			}
+		}
+	}
+	j.t.Logf("Flink: %d checkpoints completed while running, %d of them aligned", completed, aligned)
+	j.true("Flink completed the checkpoints by hand", completed >= 2, p.Checkpoints.History)
+	if sl == nil {
+		return
+	}
+	slCompleted, slAligned := 0, 0
+	for _, h := range sl.phases[0].history {
+		if h.Status == engine.CheckpointCompleted && !h.Savepoint {
+			slCompleted++
+			if !h.Unaligned {
+				slAligned++
+			}
+		}
+	}
+	j.true("StateLab completed the checkpoints by hand", slCompleted >= 2, sl.phases[0].history)
+	j.equal("completed checkpoints of the running job taken aligned", slAligned, aligned)
+}
