@@ -108,6 +108,11 @@ type channel struct {
 	mu sync.Mutex
 	q  []element // FIFO; head at q[head]
 	qh int
+	// n is len(q) - qh, stored under mu whenever the queue changes, so
+	// that len and full read it without the lock: a subtask asks whether
+	// each of its outputs has room on every turn of its loop, and the
+	// lock it took for that was the one its receiver pops under.
+	n atomic.Int64
 
 	// blocked is set by the receiving task while it aligns a checkpoint.
 	blocked      atomic.Bool
@@ -124,11 +129,7 @@ type channel struct {
 	chained bool
 }
 
-func (c *channel) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.q) - c.qh
-}
+func (c *channel) len() int { return int(c.n.Load()) }
 
 // full reports whether the channel has no room for another element.
 func (c *channel) full() bool { return c.len() >= c.cap }
@@ -145,6 +146,7 @@ func (c *channel) push(e element, seq int64) {
 	c.mu.Lock()
 	c.q = append(c.q, e)
 	c.seqs = append(c.seqs, seq)
+	c.n.Store(int64(len(c.q) - c.qh))
 	c.mu.Unlock()
 }
 
@@ -175,6 +177,7 @@ func (c *channel) pop() (element, bool) {
 		clear(c.q[n:])
 		c.q, c.seqs, c.qh = c.q[:n], c.seqs[:n], 0
 	}
+	c.n.Store(int64(len(c.q) - c.qh))
 	c.mu.Unlock()
 	if n := e.records(); n > 0 {
 		c.deliveredRec.Add(int64(n))
@@ -192,6 +195,7 @@ func (c *channel) drain() {
 		c.q[i].batch.release()
 	}
 	c.q, c.seqs, c.qh = nil, nil, 0
+	c.n.Store(0)
 	c.mu.Unlock()
 	c.queuedRecs.Store(0)
 	c.barriers.Store(0)

@@ -126,6 +126,16 @@ func (c *liveClock) now() time.Duration {
 	return c.base + time.Duration(float64(time.Since(c.realBase))*c.speed)
 }
 
+// nowAt is now for the real time wall, read by the caller (runTask reads
+// the real clock once per turn of its loop for the job clock and its
+// figures both).
+func (c *liveClock) nowAt(wall time.Time) time.Duration {
+	if c.paused || c.realBase.IsZero() {
+		return c.base
+	}
+	return c.base + time.Duration(float64(wall.Sub(c.realBase))*c.speed)
+}
+
 // publishClock makes the clock fields readable without cmu; the caller
 // holds cmu (or owns l before any goroutine of it runs).
 func (l *Live) publishClock() {
@@ -440,7 +450,7 @@ const (
 // after every poll), so a paused or drained job shows where it stopped. It
 // returns how soon to call again for what is still pending (keyed figures
 // measured too recently to measure again; 0: nothing pending).
-func (t *subtask) figuresDue(worked bool) time.Duration {
+func (t *subtask) figuresDue(worked bool, now int64) time.Duration {
 	if worked {
 		t.pubDirty = true
 	}
@@ -451,7 +461,6 @@ func (t *subtask) figuresDue(worked bool) time.Duration {
 	if worked {
 		every = figuresEvery
 	}
-	now := time.Now().UnixNano()
 	if wait := t.pubAt + int64(every) - now; wait > 0 {
 		return time.Duration(wait)
 	}
@@ -482,11 +491,27 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			idle.Stop()
 		}
 	}()
+	done := ctx.Done()
 	for {
+		// The job's context and the clock's gate are shared by every
+		// subtask: a select over both locks both channels on every turn,
+		// so the subtasks of a parallel job queued on those two locks. A
+		// receive that does not block reads a channel without its lock;
+		// the select that waits is only for a cancelled or paused job.
+		gate := l.gate()
 		select {
-		case <-ctx.Done():
+		case <-done:
 			return
-		case <-l.gate():
+		default:
+		}
+		select {
+		case <-gate:
+		default:
+			select {
+			case <-done:
+				return
+			case <-gate:
+			}
 		}
 		if t.dead.Load() {
 			// Its TaskManager died: nothing more until it is cancelled.
@@ -494,6 +519,11 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			return
 		}
 		worked := false
+		// One reading of the real clock per turn serves the job clock
+		// (timers, the element's processing time, a source's poll) and
+		// the figures' schedule.
+		wall := time.Now()
+		clk := l.clock()
 		if ct, m, ok := t.popChainCtl(); ok {
 			ct.now = l.now()
 			err := ct.handleControl(m)
@@ -506,7 +536,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 		if t.chainRunning() && t.hasOutputSpace() {
 			// Due processing-time timers fire before the next input, as
 			// Flink's mailbox runs a timer between two records.
-			if now := l.now(); t.procTimerDue(now) {
+			if now := clk.nowAt(wall); t.procTimerDue(now) {
 				l.inTransit.Add(1)
 				l.activity.Add(1)
 				t.now = now
@@ -535,7 +565,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 				l.activity.Add(1)
 				l.wake(ch.from) // room in its output
 				rr = (rr + i + 1) % len(t.inputs)
-				t.now = l.now()
+				t.now = clk.nowAt(wall)
 				err := t.handleElement(ch.toInput, e)
 				ok = l.afterHandle(ctx, t, err)
 				l.inTransit.Add(-1)
@@ -546,7 +576,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 				break
 			}
 			if !worked && t.src != nil && t.src.pollable() && t.hasOutputSpace() {
-				if now := l.now(); int64(now) >= t.src.nextPoll {
+				if now := clk.nowAt(wall); int64(now) >= t.src.nextPoll {
 					l.inTransit.Add(1)
 					l.activity.Add(1)
 					t.now = now
@@ -562,7 +592,7 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 		}
 		// Publish the subtask's figures for snapshots (figuresDue); refresh
 		// is how soon it must look again for what is still pending.
-		refresh := t.figuresDue(worked)
+		refresh := t.figuresDue(worked, wall.UnixNano())
 		if worked {
 			continue
 		}

@@ -348,6 +348,7 @@ func (c *channel) pushPriority(e element, seq int64) []Record {
 	}
 	c.q = slices.Insert(c.q, pos, e)
 	c.seqs = slices.Insert(c.seqs, pos, seq)
+	c.n.Store(int64(len(c.q) - c.qh))
 	return over
 }
 
