@@ -423,6 +423,7 @@ func catalogue() []*scenario {
 					"by default, so a lesson does not stall", ui: "explain.simplified.heartbeat"},
 			},
 		},
+		slotRequestTimeout(),
 		{
 			name: "taskmanager-lost-etl",
 			claim: "Losing a TaskManager on a job of forward edges only (the sandbox's etl template: source -> map -> sink at " +

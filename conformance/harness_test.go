@@ -164,6 +164,7 @@ type flinkScenario struct {
 	TaskManagers        int               `json:"taskManagers,omitempty"`
 	SlotsPerTaskManager int               `json:"slotsPerTaskManager,omitempty"`
 	FlinkConfig         map[string]string `json:"flinkConfig,omitempty"`
+	ClusterConfig       map[string]string `json:"clusterConfig,omitempty"`
 	Phases              []flinkPhase      `json:"phases"`
 }
 

@@ -30,6 +30,9 @@ type scenario struct {
 	phases     []phase
 	// cluster shape on Flink (0: one TaskManager with enough slots)
 	taskManagers, slots int
+	// flinkCluster: options of Flink's MiniCluster (its JobManager and
+	// resource manager) the scenario needs, said why where it is set
+	flinkCluster map[string]string
 	// statelabOnlyFlink: StateLab cannot run this scenario yet (why)
 	flinkOnly string
 	// continuous: the input goes on across the phases with timestamps that
@@ -210,7 +213,7 @@ func (sc *scenario) flink(dir string) flinkScenario {
 	if err := os.WriteFile(input, b, 0o644); err != nil {
 		panic(err)
 	}
-	fs := flinkScenario{Name: sc.name, Job: sc.specWithSources(false), Input: input, TaskManagers: sc.taskManagers, SlotsPerTaskManager: sc.slots}
+	fs := flinkScenario{Name: sc.name, Job: sc.specWithSources(false), Input: input, TaskManagers: sc.taskManagers, SlotsPerTaskManager: sc.slots, ClusterConfig: sc.flinkCluster}
 	par := map[string]int{}
 	for i, ph := range sc.phases {
 		for op, p := range ph.rescale {
@@ -287,7 +290,12 @@ func (sc *scenario) withSources(job map[string]any, withLines bool) map[string]a
 	}
 	// The same cluster on both: Flink's MiniCluster and StateLab's TaskManagers.
 	tms := max(1, sc.taskManagers)
-	spec["cluster"] = map[string]any{"taskManagers": tms, "slotsPerTaskManager": sc.slots}
+	cluster, _ := spec["cluster"].(map[string]any) // the spec's own cluster options (slotRequestTimeout) stay
+	if cluster == nil {
+		cluster = map[string]any{}
+	}
+	cluster["taskManagers"], cluster["slotsPerTaskManager"] = tms, sc.slots
+	spec["cluster"] = cluster
 	for _, op := range spec["operators"].([]any) {
 		o := op.(map[string]any)
 		if o["kind"] != "source" {

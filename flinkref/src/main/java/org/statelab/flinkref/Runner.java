@@ -206,8 +206,8 @@ final class Runner {
     }
 
     /**
-     * The options of the spec that Flink reads from the JobManager's (cluster's) configuration only: the number
-     * of retained checkpoints (SchedulerUtils.createCompletedCheckpointStore reads
+     * The options of the spec that Flink reads from the JobManager's (cluster's) configuration only: the slot
+     * request timeout and the number of retained checkpoints (SchedulerUtils.createCompletedCheckpointStore reads
      * execution.checkpointing.num-retained from the JobManager configuration; set in a job's configuration it
      * changes nothing). The runner starts the scenario's MiniCluster with them.
      */
@@ -216,6 +216,12 @@ final class Runner {
         JsonNode cp = spec.path("checkpointing");
         if (cp.path("retained").asInt(0) > 0) {
             m.put(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS.key(), cp.path("retained").asText());
+        }
+        // slot.request.timeout: the JobMaster's (JobMasterServiceLeadershipRunnerFactory reads it from the cluster's
+        // configuration for its PhysicalSlotRequestBulkChecker).
+        long slotTimeout = Specs.millis(spec.path("cluster").path("slotRequestTimeout"), 0);
+        if (slotTimeout > 0) {
+            m.put(JobManagerOptions.SLOT_REQUEST_TIMEOUT.key(), slotTimeout + " ms");
         }
         return m;
     }
@@ -260,7 +266,10 @@ final class Runner {
                 loses |= "tm-lost".equals(f.path("kind").asText());
             }
         }
-        mc = pool.get(tms, slots, clusterConfig(spec));
+        Map<String, String> cc = clusterConfig(spec);
+        // A scenario's own cluster options (clusterConfig), for what StateLab models and Flink leaves to the cluster.
+        sc.path("clusterConfig").fields().forEachRemaining(e -> cc.put(e.getKey(), e.getValue().asText()));
+        mc = pool.get(tms, slots, cc);
         trace.put("clusterStartMillis", (System.nanoTime() - t0) / 1_000_000);
         try {
             String restore = null;
@@ -599,8 +608,9 @@ final class Runner {
 
     /**
      * The checkpoints with a _metadata file in the running job's checkpoint directory, once that set has not
-     * changed for a second: a subsumed checkpoint is deleted asynchronously (CheckpointsCleaner), after the
-     * checkpoint that subsumed it completed.
+     * changed for two seconds: a subsumed checkpoint is deleted asynchronously (CheckpointsCleaner), after the
+     * checkpoint that subsumed it completed. The wait also gives the last checkpoint's notifications
+     * (notifyCheckpointComplete, asynchronous too) time to reach the tasks before a phase ends.
      */
     private static List<Long> retainedCheckpoints() throws InterruptedException {
         List<Long> prev = null;
@@ -618,7 +628,7 @@ final class Runner {
             if (!now.equals(prev)) {
                 prev = now;
                 stableSince = System.nanoTime();
-            } else if (System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(1)) {
+            } else if (System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(2)) {
                 return now;
             }
             Thread.sleep(20);
