@@ -99,43 +99,27 @@ type storyPart struct {
 // slot request); StateLab restarts the whole job there, and the story
 // says so once — the failover of the whole job, then what StateLab
 // simplifies, naming the region Flink would restart — in English and
-// Chinese, and not when the region is not waiting.
+// Chinese; the same when the other pipeline's TaskManager is lost instead,
+// and not when no region waits.
 func TestBrowserStoryFailureWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
-	s, events := stepperFromTemplate(t, "etl", url.Values{"seed": {"5"}, "heartbeatTimeout": {"50ms"},
-		"restart": {"fixed-delay"}, "restartAttempts": {"5"}, "restartDelay": {"10ms"}})
-	running := func(s *engine.Snapshot) bool {
-		for _, o := range s.Job.Operators {
-			for _, st := range o.Subtasks {
-				if st.Status != engine.TaskRunning {
-					return false
-				}
-			}
-		}
-		return s.Job.Status == engine.JobRunning
-	}
-	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && running(s) }, 500000)
-	require.NoError(t, err)
-	start := s.Snapshot()
-	tmOf := map[string]string{}
-	for _, o := range start.Job.Operators {
-		for _, st := range o.Subtasks {
-			tmOf[st.Name] = st.TaskManager
-		}
-	}
-	require.NotEqual(t, tmOf["source#0"], tmOf["source#1"], "each pipeline on a TaskManager of its own")
-	mark := len(*events)
-	require.NoError(t, s.Do(engine.Command{Name: engine.CmdCrashTaskManager, TaskManager: tmOf["source#0"]}))
-	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.WaitingForResources }, 500000)
-	require.NoError(t, err, "region 0 waits for a slot")
-	waiting := s.Snapshot()
-	require.Equal(t, engine.JobRunning, waiting.Job.Status)
-	lost := (*events)[mark:]
-	mark = len(*events)
-	require.NoError(t, s.Do(engine.Command{Name: engine.CmdCrashSubtask, Task: "source#1"}))
-	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.WaitingForResources && s.Job.Attempt > waiting.Job.Attempt }, 500000)
+	w := regionWaitsInETL(t)
+	mark := len(*w.events)
+	require.NoError(t, w.s.Do(engine.Command{Name: engine.CmdCrashSubtask, Task: "source#1"}))
+	_, err := w.s.RunUntil(func(s *engine.Snapshot) bool {
+		return s.Job.WaitingForResources && s.Job.Attempt > w.waiting.Job.Attempt
+	}, 500000)
 	require.NoError(t, err, "StateLab restarts the whole job, which then waits for two slots")
-	crash := (*events)[mark:]
+	crash := (*w.events)[mark:]
+	start, lost, waiting := w.start, w.lost, w.waiting
+
+	// The other TaskManager lost instead, in a second run.
+	w2 := regionWaitsInETL(t)
+	mark = len(*w2.events)
+	require.NoError(t, w2.s.Do(engine.Command{Name: engine.CmdCrashTaskManager, TaskManager: w2.tmOf["source#1"]}))
+	_, err = w2.s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.Attempt > w2.waiting.Job.Attempt }, 500000)
+	require.NoError(t, err, "StateLab restarts the whole job")
+	lost2 := (*w2.events)[mark:]
 
 	b := newBrowser(t)
 	b.run(chromedp.Navigate(b.url + "/"))
@@ -156,6 +140,10 @@ func TestBrowserStoryFailureWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
 		whole := strings.SplitN(cat["explain.failover"], "{strategy}", 2)[0]
 		assert.Contains(t, own, whole, "%s: the story tells a failover of the whole job:\n%s", lang, got)
 		assert.NotContains(t, own, strings.SplitN(cat["explain.failover.region"], "{task}", 2)[0], "%s: no region failover told:\n%s", lang, got)
+
+		tmStory := failoverStoryIn(t, b, lang, []storyPart{{w2.start, w2.lost}, {w2.waiting, lost2}})
+		assert.Equal(t, 1, strings.Count(tmStory, parts[0]), "%s: a lost TaskManager, said once:\n%s", lang, tmStory)
+		assert.Contains(t, tmStory, parts[0]+"source#1, map#1, sink#1"+parts[1], "%s: %s", lang, tmStory)
 
 		// The same crash with no region waiting is a region failover, as
 		// Flink's: nothing simplified to say.
@@ -182,4 +170,109 @@ func TestBrowserStoryFailureWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
 			assert.Contains(t, story, rescaleSentence[0]+"source#1, map#1, sink#1"+rescaleSentence[1], "%s: %s", lang, story)
 		}
 	}
+}
+
+// In the etl job a lost TaskManager's region waits for a slot until
+// slot.request.timeout passes. Flink fails only the waiting region's tasks
+// (DefaultScheduler: the slot request fails with a
+// NoResourceAvailableException, handled as those tasks' failure by
+// RestartPipelinedRegionFailoverStrategy) and the other pipeline keeps
+// running; StateLab fails the whole job over, and the story says so once,
+// in English and Chinese — not again when the whole job then waits.
+func TestBrowserStorySlotTimeoutWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	s, events := stepperFromTemplate(t, "etl", url.Values{"seed": {"5"}, "heartbeatTimeout": {"50ms"}, "slotRequestTimeout": {"300ms"},
+		"restart": {"fixed-delay"}, "restartAttempts": {"3"}, "restartDelay": {"10ms"}})
+	_, err := s.RunUntil(func(s *engine.Snapshot) bool {
+		if s.Checkpoints.Counts.Completed < 1 || s.Job.Status != engine.JobRunning {
+			return false
+		}
+		for _, o := range s.Job.Operators {
+			for _, st := range o.Subtasks {
+				if st.Status != engine.TaskRunning {
+					return false
+				}
+			}
+		}
+		return true
+	}, 500000)
+	require.NoError(t, err)
+	start := s.Snapshot()
+	var tm string
+	for _, o := range start.Job.Operators {
+		for _, st := range o.Subtasks {
+			if st.Name == "source#0" {
+				tm = st.TaskManager
+			}
+		}
+	}
+	mark := len(*events)
+	require.NoError(t, s.Do(engine.Command{Name: engine.CmdCrashTaskManager, TaskManager: tm}))
+	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.WaitingForResources }, 500000)
+	require.NoError(t, err, "region 0 waits for a slot")
+	waiting := s.Snapshot()
+	lost := (*events)[mark:]
+	mark = len(*events)
+	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.Status == engine.JobFailed }, 2000000)
+	require.NoError(t, err, "every restart waits for two slots and times out, until the strategy gives up")
+	rest := (*events)[mark:]
+	timeouts := 0
+	for _, e := range rest {
+		if e.Kind == engine.EvJobStatus && strings.Contains(e.Message, "NoResourceAvailableException") {
+			timeouts++
+		}
+	}
+	require.Greater(t, timeouts, 1, "the region's timeout, then the whole job's")
+
+	b := newBrowser(t)
+	b.run(chromedp.Navigate(b.url + "/"))
+	for _, lang := range []string{"en", "zh"} {
+		simplified := catalogue(t, lang)["explain.simplified.wholeJob.slotTimeout"]
+		require.NotEmpty(t, simplified)
+		got := failoverStoryIn(t, b, lang, []storyPart{{start, lost}, {waiting, rest}})
+		assert.Equal(t, 1, strings.Count(got, simplified), "%s: said once, for the region's timeout:\n%s", lang, got)
+	}
+}
+
+// etlWait is an etl run whose pipeline 0 lost its TaskManager and waits
+// for a slot (the other TaskManager's only slot runs pipeline 1).
+type etlWait struct {
+	s              *engine.Stepper
+	events         *[]engine.Event
+	start, waiting engine.Snapshot
+	lost           []engine.Event // from start to waiting
+	tmOf           map[string]string
+}
+
+func regionWaitsInETL(t *testing.T) etlWait {
+	t.Helper()
+	s, events := stepperFromTemplate(t, "etl", url.Values{"seed": {"5"}, "heartbeatTimeout": {"50ms"},
+		"restart": {"fixed-delay"}, "restartAttempts": {"5"}, "restartDelay": {"10ms"}})
+	running := func(s *engine.Snapshot) bool {
+		for _, o := range s.Job.Operators {
+			for _, st := range o.Subtasks {
+				if st.Status != engine.TaskRunning {
+					return false
+				}
+			}
+		}
+		return s.Job.Status == engine.JobRunning
+	}
+	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && running(s) }, 500000)
+	require.NoError(t, err)
+	w := etlWait{s: s, events: events, start: s.Snapshot(), tmOf: map[string]string{}}
+	for _, o := range w.start.Job.Operators {
+		for _, st := range o.Subtasks {
+			w.tmOf[st.Name] = st.TaskManager
+		}
+	}
+	require.NotEqual(t, w.tmOf["source#0"], w.tmOf["source#1"], "each pipeline on a TaskManager of its own")
+	mark := len(*events)
+	require.NoError(t, s.Do(engine.Command{Name: engine.CmdCrashTaskManager, TaskManager: w.tmOf["source#0"]}))
+	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.WaitingForResources }, 500000)
+	require.NoError(t, err, "region 0 waits for a slot")
+	w.waiting = s.Snapshot()
+	require.Equal(t, engine.JobRunning, w.waiting.Job.Status)
+	w.lost = (*events)[mark:]
+	return w
 }

@@ -78,6 +78,14 @@ function wholeJobHere(snap) {
   return '';
 }
 
+// regionWaits says whether what waits for slots is a restarted pipelined
+// region while the job's other subtasks run (not the whole job), under a
+// strategy that restarts.
+function regionWaits(snap) {
+  return regions(snap) > 1 && snap.job.restart?.strategy !== 'none' &&
+    snap.job.operators.some((o) => o.subtasks.some((st) => st.status === 'RUNNING'));
+}
+
 // failureText is a failed checkpoint's reason in the page's language.
 function failureText(e) {
   return cpFailureText(e.stats?.failureReason || e.failureReason, e.stats?.failureMessage || e.message);
@@ -231,6 +239,9 @@ export class ExplainView {
           const ep = this.episode && !this.episode.done ? this.episode : this.start('cluster', t('explain.waiting.title'));
           if (!ep.data.waiting) {
             ep.data.waiting = true;
+            // Told when the wait began: the subtasks' statuses change as
+            // the events of a later failover arrive.
+            ep.data.regionWaiting = regionWaits(snap);
             // The figures come from the snapshot that follows this event.
             this.step(() => t('explain.waiting.step', { need: this.model.snap.job.slotsNeeded, have: this.model.snap.job.slotsAvailable }), 'wait', 'add-tm');
           }
@@ -262,6 +273,12 @@ export class ExplainView {
           const ep = this.episode && !this.episode.done ? this.episode : null;
           if (!ep) break;
           if (e.status !== 'RUNNING') ep.data.down = true;
+          // The waiting region's slot request timed out: StateLab fails
+          // the whole job over, Flink only that region (docs/flink-fidelity.md).
+          if (e.status === 'RESTARTING' && /NoResourceAvailableException/.test(e.message || '') && !ep.data.slotTimeoutTold && ep.data.regionWaiting) {
+            ep.data.slotTimeoutTold = true;
+            this.step(t('explain.simplified.wholeJob.slotTimeout'), 'simplified');
+          }
           if (e.status === 'FAILED') {
             this.step(t('explain.jobFailed', { message: e.message }), 'bad');
             // Flink's way out: start the job again from a retained checkpoint.
