@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/statelab/statelab/rescale"
 )
@@ -36,13 +37,20 @@ type fullHeader struct {
 // writes them to its file.
 const fullWriteBuffer = 256 << 10
 
-// fullWriter writes a full snapshot into a FileWriter. Its buffer grows
-// with the snapshot up to fullWriteBuffer: a small state, checkpointed
-// every few milliseconds (a sandbox, a replayed share link), allocates a
-// few KiB per checkpoint, not a fixed 256 KiB that was nearly all of such
-// a job's allocation and garbage collection (issue 17).
+// fullWriteBufs are the write buffers of full snapshots, passed from one
+// checkpoint to the next. A buffer grows with the snapshots it gathers, up
+// to fullWriteBuffer: a small state, checkpointed every few milliseconds (a
+// sandbox, a replayed share link), needs a few KiB per checkpoint, not a
+// fresh 256 KiB buffer per stateful subtask that was nearly all of such a
+// job's allocation and garbage collection; a large one reuses its 256 KiB
+// (issue 17). A buffer the pool drops (a garbage collection, or at random
+// under the race detector) only costs its regrowth.
+var fullWriteBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// fullWriter writes a full snapshot into a FileWriter.
 type fullWriter struct {
 	fw      FileWriter
+	pooled  *[]byte // buf's home in fullWriteBufs
 	buf     []byte
 	err     error // the first error writing fw
 	off     int64
@@ -55,7 +63,8 @@ type fullWriter struct {
 }
 
 func newFullWriter(fw FileWriter, maxP int, r rescale.KeyGroupRange, states []StateInfo) (*fullWriter, error) {
-	w := &fullWriter{fw: fw, r: r, next: r.Start}
+	pooled := fullWriteBufs.Get().(*[]byte)
+	w := &fullWriter{fw: fw, pooled: pooled, buf: (*pooled)[:0], r: r, next: r.Start}
 	hj, err := json.Marshal(fullHeader{MaxParallelism: maxP, KeyGroupRange: r, States: states})
 	if err != nil {
 		return nil, err
@@ -149,7 +158,11 @@ func (w *fullWriter) finish() (FileRef, []int64, error) {
 	if err := w.endBlock(); err != nil {
 		return FileRef{}, nil, err
 	}
-	if w.flush(); w.err != nil {
+	w.flush()
+	*w.pooled = w.buf
+	fullWriteBufs.Put(w.pooled)
+	w.pooled, w.buf = nil, nil
+	if w.err != nil {
 		return FileRef{}, nil, w.err
 	}
 	ref, err := w.fw.Commit()
