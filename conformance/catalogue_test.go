@@ -424,6 +424,7 @@ func catalogue() []*scenario {
 			},
 		},
 		slotRequestTimeout(),
+		reactiveRescale(),
 		{
 			name: "taskmanager-lost-etl",
 			claim: "Losing a TaskManager on a job of forward edges only (the sandbox's etl template: source -> map -> sink at " +

@@ -116,6 +116,10 @@ const (
 	stepCheckpoint = "checkpoint"
 	stepSavepoint  = "savepoint"
 	stepRead       = "read"
+	// stepAddTaskManager: a TaskManager joins the cluster (StateLab's
+	// add-taskmanager; Flink's MiniCluster.startTaskManager) and the step
+	// waits until the job runs at a higher parallelism (reactive mode)
+	stepAddTaskManager = "add-taskmanager"
 )
 
 // slFault is a StateLab command applied once the task has taken in at least

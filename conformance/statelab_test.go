@@ -59,6 +59,8 @@ type slPhase struct {
 	operatorIDs map[string]string
 	// chains: the job's chains (operator ids, head first), once the phase runs
 	chains []engine.ChainView
+	// finalKeyGroups: the key-group ranges at the phase's end (after its steps)
+	finalKeyGroups map[string]map[int]kgRange
 	// pendingTimers: each keyed subtask's pending timers once the phase runs
 	// (after its restore), by operator and subtask
 	pendingTimers map[string]map[int][]state.Timer
@@ -370,6 +372,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			return res, fmt.Errorf("phase %d: run to the end of its input: %w", i, runErr)
 		}
 		p.finalKeys = keyedState(t, s, &snap)
+		p.finalKeyGroups = keyGroupsOf(&snap)
 		p.checkpoints = snap.Checkpoints.Counts
 		p.restartAttempt = snap.Job.Restart.Attempt
 		for _, h := range snap.Checkpoints.History {
@@ -452,6 +455,13 @@ func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected m
 			}
 		}
 		_, err := s.RunUntil(func(sn *engine.Snapshot) bool { return caughtUp(sn, sc, injected) }, stepsPerPhase)
+		return 0, err
+	case stepAddTaskManager:
+		before := s.Snapshot().Counters.Rescales
+		if err := s.Do(engine.Command{Name: engine.CmdAddTaskManager}); err != nil {
+			return 0, err
+		}
+		_, err := s.RunUntil(func(sn *engine.Snapshot) bool { return sn.Counters.Rescales > before && allRunning(sn) }, stepsPerPhase)
 		return 0, err
 	case stepCheckpoint, stepSavepoint:
 		var last int64

@@ -64,6 +64,8 @@ final class Runner {
         private MiniCluster mc;
         private String shape;
 
+        static final String NETWORK = "flinkref.network";
+
         MiniCluster get(int tms, int slots) throws Exception {
             return get(tms, slots, Map.of());
         }
@@ -82,9 +84,23 @@ final class Runner {
             // Every checkpoint in the trace's history (Flink keeps the latest 10 by default), so a scenario sees
             // which one failed and why even after many completed.
             conf.set(org.apache.flink.configuration.WebOptions.CHECKPOINTS_HISTORY_SIZE, 1000);
-            clusterConf.forEach(conf::setString);
-            mc = new MiniCluster(new MiniClusterConfiguration.Builder().setConfiguration(conf)
-                    .setNumTaskManagers(tms).setNumSlotsPerTaskManager(slots).build());
+            // flinkref.network (not a Flink option): the TaskManagers talk over the network even when the cluster
+            // starts with one, for a scenario that starts another (MiniCluster.useLocalCommunication uses local
+            // channels only for a single TaskManager, and one started later could not exchange data with it).
+            boolean network = "true".equals(clusterConf.get(NETWORK));
+            clusterConf.forEach((k, v) -> {
+                if (!k.equals(NETWORK)) {
+                    conf.setString(k, v);
+                }
+            });
+            MiniClusterConfiguration mcc = new MiniClusterConfiguration.Builder().setConfiguration(conf)
+                    .setNumTaskManagers(tms).setNumSlotsPerTaskManager(slots).build();
+            mc = network ? new MiniCluster(mcc) {
+                @Override
+                protected boolean useLocalCommunication() {
+                    return false;
+                }
+            } : new MiniCluster(mcc);
             mc.start();
             shape = want;
             return mc;
@@ -293,7 +309,7 @@ final class Runner {
                 }
             }
         } finally {
-            if (loses) {
+            if (loses || addedTaskManager) {
                 // A TaskManager was terminated: the next scenario gets a fresh cluster.
                 pool.close();
             }
@@ -445,7 +461,11 @@ final class Runner {
                 stepsDone = true;
             }
             if ("cancel".equals(end) && !stopping && stepsDone) {
-                mc.cancelJob(id).get(60, TimeUnit.SECONDS);
+                try {
+                    mc.cancelJob(id).get(60, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    pt.put("cancelFailed", e.getCause().toString()); // the job ended first (its trace says how)
+                }
                 stopping = true;
             }
             if ("savepoint".equals(end) && !stopping && (stepsDone || !ph.has("steps")) && st == JobStatus.RUNNING
@@ -585,6 +605,25 @@ final class Runner {
                         }
                         m.put("read", limitsReached(input));
                     }
+                    case "add-taskmanager" -> {
+                        // A TaskManager joins (as a resource manager would start one); in reactive mode the
+                        // adaptive scheduler restarts the job with the new slots. Waits until every task runs at a
+                        // higher total parallelism.
+                        int before = totalParallelism(id);
+                        mc.startTaskManager();
+                        addedTaskManager = true;
+                        long rescaled = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                        int now = before;
+                        while (System.nanoTime() < rescaled) {
+                            now = totalParallelism(id);
+                            if (now > before && allTasksRunning(id)) {
+                                break;
+                            }
+                            Thread.sleep(20);
+                        }
+                        m.put("parallelism", now);
+                        m.put("read", now > before);
+                    }
                     default -> throw new IllegalArgumentException("unknown step " + kind);
                 }
             } catch (Exception e) {
@@ -594,6 +633,17 @@ final class Runner {
         }
         pt.put("steps", done);
         pt.put("retainedCheckpoints", retainedCheckpoints());
+    }
+
+    /** Whether a step started a TaskManager: the cluster's shape changed, the next scenario gets a fresh one. */
+    private boolean addedTaskManager;
+
+    private int totalParallelism(JobID id) throws Exception {
+        int n = 0;
+        for (AccessExecutionJobVertex v : mc.getExecutionGraph(id).get(10, TimeUnit.SECONDS).getVerticesTopologically()) {
+            n += v.getParallelism();
+        }
+        return n;
     }
 
     private boolean allTasksRunning(JobID id) throws Exception {
