@@ -178,7 +178,9 @@ func TestBrowserStoryFailureWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
 // NoResourceAvailableException, handled as those tasks' failure by
 // RestartPipelinedRegionFailoverStrategy) and the other pipeline keeps
 // running; StateLab fails the whole job over, and the story says so once,
-// in English and Chinese — not again when the whole job then waits.
+// in English and Chinese — not again when the whole job then waits. It
+// also says once that StateLab waits where a standalone Flink past its
+// start-up time fails the slot request at once.
 func TestBrowserStorySlotTimeoutWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	s, events := stepperFromTemplate(t, "etl", url.Values{"seed": {"5"}, "heartbeatTimeout": {"50ms"}, "slotRequestTimeout": {"300ms"},
@@ -231,6 +233,12 @@ func TestBrowserStorySlotTimeoutWhileRegionWaitsSaysWhatIsSimplified(t *testing.
 		require.NotEmpty(t, simplified)
 		got := failoverStoryIn(t, b, lang, []storyPart{{start, lost}, {waiting, rest}})
 		assert.Equal(t, 1, strings.Count(got, simplified), "%s: said once, for the region's timeout:\n%s", lang, got)
+		// The wait itself: a standalone Flink past its start-up time would
+		// not wait (conformance slot-request-timeout); said once, though the
+		// job waits again after each restart.
+		wait := catalogue(t, lang)["explain.simplified.slotWait"]
+		require.NotEmpty(t, wait)
+		assert.Equal(t, 1, strings.Count(got, wait), "%s: the wait's simplification, once:\n%s", lang, got)
 	}
 }
 

@@ -244,6 +244,9 @@ export class ExplainView {
             ep.data.regionWaiting = regionWaits(snap);
             // The figures come from the snapshot that follows this event.
             this.step(() => t('explain.waiting.step', { need: this.model.snap.job.slotsNeeded, have: this.model.snap.job.slotsAvailable }), 'wait', 'add-tm');
+            // A standalone Flink past its start-up time would not wait
+            // (docs/flink-fidelity.md, conformance slot-request-timeout).
+            this.step(t('explain.simplified.slotWait'), 'simplified');
           }
           break;
         }
