@@ -47,6 +47,11 @@ func slotRequestTimeout() *scenario {
 		slots:        1,
 		check:        checkSlotRequestTimeout,
 		differs: []difference{
+			{why: "A standalone Flink cluster past its start-up time (resourcemanager.standalone.start-up-time) fails a " +
+				"slot request its registered TaskManagers cannot give at once (NoResourceAvailableException \"Could not " +
+				"acquire the minimum required resources\"); StateLab always waits slot.request.timeout, as Flink does " +
+				"within the start-up time or with a resource manager that starts TaskManagers, so a learner can add one " +
+				"(this scenario sets the start-up time long on Flink)", ui: "explain.simplified.slotWait"},
 			{why: "Flink notices a killed TaskManager after heartbeat.timeout (50 s) or when its process exits " +
 				"(MiniCluster's terminateTaskManager tells the JobManager at once); StateLab waits 100 ms of job time " +
 				"by default, so a lesson does not stall", ui: "explain.simplified.heartbeat"},
