@@ -53,6 +53,7 @@ func TestBrowserAlignedTimeoutSaysWhatIsSimplified(t *testing.T) {
 		assert.Contains(t, eval[string](b, `document.querySelector('#checkpoints .cp-simplified').textContent`), "20", "%s: the timeout itself", tc.lang)
 		b.waitJS(90*time.Second, tc.lang+": the first checkpoint's story says it too", jsHasSentence(`#explain .story li.st-simplified`, simplified))
 		b.waitJS(5*time.Second, tc.lang+": the story says the checkpoint starts aligned", jsHasSentence(`#explain .story li`, strings.SplitN(cat["explain.cp.triggeredAlignedTimeout"], "{n}", 2)[0]+"{d}"))
+		assert.Empty(t, eval[[]string](b, jsWiderThanScreen(`#checkpoints .cp-summary, #explain .story`)), "%s at %d px: nothing wider than the screen", tc.lang, tc.width)
 		b.shot(fmt.Sprintf("aligned-timeout-simplified-%s-%d", tc.lang, tc.width))
 	}
 	b.openLive("template=wordcount&seed=3&interval=200ms&unaligned=true&lang=en")
