@@ -225,10 +225,13 @@ func (j *journey) clickUntil(sel, what, cond string) {
 		if ok {
 			return
 		}
+		// What the page shows after the click: the connection, the toast.
+		page := j.evalQuiet(jsSpeedPress)
 		if try == 2 {
 			j.shot("timeout-" + strings.ReplaceAll(what, " ", "-"))
-			j.t.Fatalf("three clicks on %s and still not %s (%s)", sel, what, cond)
+			j.t.Fatalf("three clicks on %s and still not %s (%s); the page: %s", sel, what, cond, page)
 		}
+		j.t.Logf("click %d on %s: not %s within 15 s; the page: %s", try+1, sel, what, page)
 	}
 }
 

@@ -220,7 +220,7 @@ func (s *Session) pump() {
 			s.srv.log.Error("marshal events", "session", s.ID, "err", err)
 			return
 		}
-		s.srv.hub.broadcast(s, frame)
+		s.srv.hub.broadcastSkippable(s, frame)
 	}
 	snapshotFrame := func() []byte {
 		lastSnap = time.Now()
@@ -257,13 +257,13 @@ func (s *Session) pump() {
 			// engine's caches (a joiner gets a fresh one anyway).
 			if (needSnap || (activity && time.Since(lastSnap) >= snapEvery)) && s.Viewers() > 0 {
 				if f := snapshotFrame(); f != nil {
-					s.srv.hub.broadcast(s, f)
+					s.srv.hub.broadcastSkippable(s, f)
 				}
 			}
 		case <-s.resync:
 			flush()
 			if f := snapshotFrame(); f != nil {
-				s.srv.hub.broadcast(s, f)
+				s.srv.hub.broadcastSkippable(s, f)
 			}
 		case c := <-s.joins:
 			// Flush first: everything the snapshot reflects must reach
@@ -300,7 +300,7 @@ func (s *Session) pump() {
 			sub = r.eng.Subscribe(cfg.EventBuffer)
 			subChan, dropped = sub.Events(), 0
 			if f := snapshotFrame(); f != nil {
-				s.srv.hub.broadcast(s, f)
+				s.srv.hub.broadcastSkippable(s, f)
 			}
 			close(r.done)
 		}
@@ -334,8 +334,14 @@ func (s *Session) handle(c *client, data []byte) {
 		pe = s.execute(c, &cmd)
 	}
 	if pe != nil {
+		// The log says what was refused and why: a person who clicked
+		// and saw nothing happen (the toast gone) can be helped from it.
+		s.srv.log.Info("command refused", "session", s.ID, "command", cmd.Name, "code", pe.Code, "message", pe.Message)
 		s.srv.hub.unicast(c, mustJSON(errorMsg{Type: "error", ID: id, Code: pe.Code, Message: pe.Message}))
 		return
+	}
+	if engineCommandNames[cmd.Name] {
+		s.srv.log.Info("command", "session", s.ID, "command", cmd.Name)
 	}
 	s.srv.hub.unicast(c, mustJSON(c.ack(id)))
 }
