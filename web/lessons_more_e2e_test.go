@@ -29,7 +29,7 @@ func typeActed(text string) learnerAct {
 			}
 			// What the page shows: the box, the focus, the connection, the toast.
 			page := j.evalQuiet(`JSON.stringify({box: document.getElementById('inject-text').value, disabled: document.getElementById('inject-text').disabled,
-			  focus: document.activeElement ? document.activeElement.tagName + '#' + document.activeElement.id : '', lesson: ` + jsLessonState + `.lesson})`) + " " + j.evalQuiet(jsSpeedPress)
+			  focus: document.activeElement ? document.activeElement.tagName + '#' + document.activeElement.id : '', lesson: `+jsLessonState+`.lesson})`) + " " + j.evalQuiet(jsSpeedPress)
 			require.Less(j.t, try, 2, "the line %q never counted; the page: %s", text, page)
 			j.t.Logf("the line %q typed, not counted within a minute; typing it again; the page: %s", text, page)
 			j.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('inject-text').value = ''`))
