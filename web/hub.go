@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -39,13 +38,6 @@ type client struct {
 	dropped chan struct{}
 	// lim is the client's command rate limiter, used only by its reader.
 	lim *tokenBucket
-	// behind is the hub's: frames were skipped for this client because
-	// half its buffer waited (see skip).
-	behind      bool
-	behindSince time.Time
-	// snaps counts the snapshot frames in send: the hub adds, the writer
-	// takes away.
-	snaps atomic.Int32
 
 	// forked and heavy are its reader's too (timetravel.go): the result of
 	// a fork for its ack, and the limiter of seeks and forks.
@@ -70,10 +62,6 @@ type hubMsg struct {
 	frame []byte
 	code  int
 	text  string
-	// skippable marks an events or snapshot frame of the pump's: a viewer
-	// that has fallen behind may go without it (skip), as a later
-	// snapshot carries its effect.
-	skippable bool
 }
 
 // hub is the one goroutine that owns every connection: it registers and
@@ -87,12 +75,7 @@ type hub struct {
 
 	// Figures for tests and the status line.
 	dropped   atomic.Int64 // slow clients dropped
-	skipped   atomic.Int64 // events frames a viewer that fell behind went without
 	connected atomic.Int64 // clients connected now
-
-	// behindLimit is how long a viewer may stay behind (skip) before it
-	// is closed as too slow (Config.BehindLimit).
-	behindLimit time.Duration
 }
 
 func newHub() *hub {
@@ -143,9 +126,6 @@ func (h *hub) handle(m hubMsg) {
 		}
 	case opBroadcast:
 		for c := range h.sessions[m.s] {
-			if m.skippable && h.skip(c, m.s, m.frame) {
-				continue
-			}
 			h.deliver(c, m.frame)
 		}
 	case opUnicast:
@@ -160,77 +140,21 @@ func (h *hub) handle(m hubMsg) {
 	}
 }
 
-// skip reports whether c, a viewer of s, goes without frame, an events
-// or snapshot frame of s's pump. A viewer whose buffer is half full has
-// fallen behind the stream (a phone on a weak network, a browser on a
-// busy machine): it gets no events frames, and no snapshot while one is
-// still queued for it, until it has read down below half; then a fresh
-// snapshot (requested of s's pump) puts right what the skipped frames
-// changed. Acks, errors, lesson and timeline messages are never skipped,
-// nor a snapshot when none is queued, so a viewer that stops reading
-// still fills its buffer and is dropped (1008) by deliver; one that reads
-// slowly keeps its connection and its commands (closing it made it
-// reconnect every few seconds under load, and a click sent as the server
-// closed it was lost).
-func (h *hub) skip(c *client, s *Session, frame []byte) bool {
-	if len(c.send) >= (cap(c.send)+1)/2 {
-		now := time.Now()
-		if !c.behind {
-			c.behind, c.behindSince = true, now
-		} else if h.behindLimit > 0 && now.Sub(c.behindSince) > h.behindLimit {
-			h.tooSlow(c) // it has not caught up for that long: it does not read
-			return true
-		}
-		if isSnapshotFrame(frame) && c.snaps.Load() == 0 {
-			return false
-		}
-		h.skipped.Add(1)
-		return true
-	}
-	if c.behind {
-		c.behind = false
-		s.requestSnapshot()
-	}
-	return false
-}
-
-// snapshotPrefix begins every snapshot frame (snapshotMsg's first field).
-var snapshotPrefix = []byte(`{"type":"snapshot"`)
-
-func isSnapshotFrame(frame []byte) bool { return bytes.HasPrefix(frame, snapshotPrefix) }
-
 // deliver queues frame for c, or drops c if its buffer is full: one slow
 // browser must never hold back the others.
 func (h *hub) deliver(c *client, frame []byte) {
-	snap := isSnapshotFrame(frame)
-	if snap {
-		c.snaps.Add(1) // before the writer can take it away
-	}
 	select {
 	case c.send <- frame:
 	default:
-		if snap {
-			c.snaps.Add(-1)
+		h.dropped.Add(1)
+		if s := h.clients[c]; s != nil && s.srv != nil {
+			s.srv.log.Info("viewer dropped: too slow", "session", s.ID, "queued", len(c.send))
 		}
-		h.tooSlow(c)
+		if c.dropped != nil {
+			close(c.dropped)
+		}
+		h.remove(c, websocket.ClosePolicyViolation, "too slow: the connection fell behind the event stream; reconnect to get a fresh snapshot")
 	}
-}
-
-// tooSlow drops c, which cannot keep up: its writer sends the close frame
-// 1008 "too slow" next.
-func (h *hub) tooSlow(c *client) {
-	s, ok := h.clients[c]
-	if !ok {
-		return
-	}
-	h.dropped.Add(1)
-	if s != nil && s.srv != nil {
-		s.srv.log.Info("viewer dropped: too slow", "session", s.ID, "queued", len(c.send))
-	}
-	if c.dropped != nil {
-		close(c.dropped)
-	}
-	h.remove(c, websocket.ClosePolicyViolation, "too slow: the connection fell behind the event stream; reconnect to get a fresh snapshot")
 }
 
 func (h *hub) remove(c *client, code int, text string) {
@@ -269,12 +193,6 @@ func (h *hub) register(c *client, s *Session, first []byte) bool {
 func (h *hub) unregister(c *client) { h.post(hubMsg{op: opUnregister, c: c}) }
 func (h *hub) broadcast(s *Session, frame []byte) {
 	h.post(hubMsg{op: opBroadcast, s: s, frame: frame})
-}
-
-// broadcastSkippable is broadcast for the pump's events and snapshot
-// frames, which a viewer that has fallen behind may go without (skip).
-func (h *hub) broadcastSkippable(s *Session, frame []byte) {
-	h.post(hubMsg{op: opBroadcast, s: s, frame: frame, skippable: true})
 }
 func (h *hub) unicast(c *client, frame []byte) { h.post(hubMsg{op: opUnicast, c: c, frame: frame}) }
 func (h *hub) closeSession(s *Session, code int, text string) {
@@ -318,9 +236,6 @@ func (c *client) writer() {
 				_ = c.ws.SetWriteDeadline(time.Now().Add(time.Second))
 				_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, truncateClose(c.closeText)))
 				return
-			}
-			if isSnapshotFrame(frame) {
-				c.snaps.Add(-1)
 			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 			if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {

@@ -14,19 +14,15 @@ import (
 )
 
 // TestSlowViewerIsClosedWith1008: a viewer that stops reading falls
-// behind the event stream and stays behind (Config.BehindLimit); the
-// server drops it and says why with close status 1008 and the reason
-// "too slow: …", as docs/protocol.md documents (issue 17 finding 6). The viewer stops reading until the server has
+// behind the event stream; the server drops it and says why with close
+// status 1008 and the reason "too slow: …", as docs/protocol.md documents
+// (issue 17 finding 6). The viewer stops reading until the server has
 // dropped it, then reads on as fast as it can: what it finds at the end of
 // its stream must be that close frame, not a cut connection (1006). The
 // test fails if the hub waits for a slow viewer instead of dropping it (no
 // drop), or if the drop cuts the connection or gives another code.
 func TestSlowViewerIsClosedWith1008(t *testing.T) {
-	ts := newTestServer(t, func(c *Config) {
-		c.SendBuffer = 4
-		c.FrameInterval = 5 * time.Millisecond
-		c.BehindLimit = 2 * time.Second
-	})
+	ts := newTestServer(t, func(c *Config) { c.SendBuffer = 4; c.FrameInterval = 5 * time.Millisecond })
 	first := ts.dial("template=wordcount", nil)
 	id := readUntil(t, first, "snapshot", "")["session"].(string)
 	// A small receive buffer, so the kernel holds few frames for it.
@@ -72,64 +68,4 @@ func TestSlowViewerIsClosedWith1008(t *testing.T) {
 		t.Logf("the dropped viewer read %d frames, then close %d %q", frames, ce.Code, ce.Text)
 		return
 	}
-}
-
-// TestSlowReaderKeepsItsConnection: a viewer that reads, but slower than
-// the event stream comes (a browser on a busy machine, a phone on a weak
-// network), is not closed: it goes without events frames while half its
-// buffer waits, then gets a fresh snapshot, and a command it sends all the
-// while is answered. Before, its buffer filled with events frames and the
-// server closed it as too slow every few seconds; a click sent as it was
-// closed was lost (lesson 18's journey at load 20: "viewer dropped: too
-// slow" every 25 s, three clicks on a subtask and no crash).
-func TestSlowReaderKeepsItsConnection(t *testing.T) {
-	ts := newTestServer(t, func(c *Config) {
-		c.SendBuffer = 8
-		c.FrameInterval = 2 * time.Millisecond
-		c.SnapshotInterval = 100 * time.Millisecond
-	})
-	c := ts.dial("template=wordcount", nil)
-	readUntil(t, c, "snapshot", "")
-	eng := ts.f.engine(0)
-	eventually(t, 30*time.Second, func() bool { return eng.subscribers() == 1 }, "the viewer subscribed")
-
-	// A flood of events frames of 4 KiB, while the viewer reads one
-	// message every 20 ms.
-	stop := make(chan struct{})
-	flooded := make(chan struct{})
-	go func() {
-		defer close(flooded)
-		big := strings.Repeat("x", 4<<10)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			eng.publish(engine.Event{Kind: engine.EvCommand, Message: big})
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	require.NoError(t, c.WriteJSON(map[string]any{"type": "command", "id": "p1", "name": CmdPause}))
-	acked, snapsAfterSkip := false, 0
-	deadline := time.Now().Add(2 * time.Minute)
-	for (!acked || snapsAfterSkip < 2) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
-		var m msg
-		require.NoError(t, c.ReadJSON(&m), "the slow viewer keeps its connection")
-		switch {
-		case m["type"] == "ack" && m["id"] == "p1":
-			acked = true
-		case m["type"] == "snapshot" && ts.srv.Stats().SkippedFrames > 0:
-			snapsAfterSkip++
-		}
-	}
-	close(stop)
-	<-flooded
-	st := ts.srv.Stats()
-	assert.True(t, acked, "the command sent while behind is answered")
-	assert.Positive(t, st.SkippedFrames, "events frames were skipped for the slow viewer")
-	assert.GreaterOrEqual(t, snapsAfterSkip, 2, "snapshots keep coming to the viewer that fell behind")
-	assert.Zero(t, st.DroppedClients, "the viewer that reads is not closed as too slow")
 }

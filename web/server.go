@@ -63,10 +63,6 @@ type Config struct {
 	// SendBuffer is how many frames may wait for one slow client before it
 	// is dropped (default 64, about three seconds of frames).
 	SendBuffer int
-	// BehindLimit is how long a viewer may stay behind the stream (half
-	// its SendBuffer waiting, so its events frames are skipped) before it
-	// is closed as too slow (default 30s).
-	BehindLimit time.Duration
 	// FrameInterval is the least time between two event frames (default
 	// 50ms: at most 20 frames per second).
 	FrameInterval time.Duration
@@ -130,7 +126,6 @@ func (c *Config) setDefaults() error {
 	defD(&c.IdleTimeout, 10*time.Minute)
 	defD(&c.PauseGrace, defaultPauseGrace)
 	defD(&c.FrameInterval, 50*time.Millisecond)
-	defD(&c.BehindLimit, 30*time.Second)
 	defD(&c.SnapshotInterval, time.Second)
 	if c.ReadLimit <= 0 {
 		c.ReadLimit = 64 << 10
@@ -216,7 +211,6 @@ func New(cfg Config) (*Server, error) {
 		sessions: sessionTable{m: map[string]*Session{}},
 		ctx:      ctx, cancel: cancel,
 	}
-	srv.hub.behindLimit = cfg.BehindLimit
 	srv.hosts.Store(&hostSet{m: srv.cfg.allowedHosts()})
 	srv.upgrader = websocket.Upgrader{
 		ReadBufferSize: 4096, WriteBufferSize: 16384,
@@ -282,14 +276,11 @@ type Stats struct {
 	Sessions       int
 	Clients        int
 	DroppedClients int64
-	// SkippedFrames counts the events frames viewers that had fallen
-	// behind went without (a snapshot followed).
-	SkippedFrames int64
 }
 
 // Stats returns the server's figures now.
 func (srv *Server) Stats() Stats {
-	return Stats{Sessions: len(srv.sessions.all()), Clients: int(srv.hub.connected.Load()), DroppedClients: srv.hub.dropped.Load(), SkippedFrames: srv.hub.skipped.Load()}
+	return Stats{Sessions: len(srv.sessions.all()), Clients: int(srv.hub.connected.Load()), DroppedClients: srv.hub.dropped.Load()}
 }
 
 // Session returns the running session with the given id.

@@ -220,7 +220,7 @@ func (s *Session) pump() {
 			s.srv.log.Error("marshal events", "session", s.ID, "err", err)
 			return
 		}
-		s.srv.hub.broadcastSkippable(s, frame)
+		s.srv.hub.broadcast(s, frame)
 	}
 	snapshotFrame := func() []byte {
 		lastSnap = time.Now()
@@ -257,13 +257,13 @@ func (s *Session) pump() {
 			// engine's caches (a joiner gets a fresh one anyway).
 			if (needSnap || (activity && time.Since(lastSnap) >= snapEvery)) && s.Viewers() > 0 {
 				if f := snapshotFrame(); f != nil {
-					s.srv.hub.broadcastSkippable(s, f)
+					s.srv.hub.broadcast(s, f)
 				}
 			}
 		case <-s.resync:
 			flush()
 			if f := snapshotFrame(); f != nil {
-				s.srv.hub.broadcastSkippable(s, f)
+				s.srv.hub.broadcast(s, f)
 			}
 		case c := <-s.joins:
 			// Flush first: everything the snapshot reflects must reach
@@ -300,7 +300,7 @@ func (s *Session) pump() {
 			sub = r.eng.Subscribe(cfg.EventBuffer)
 			subChan, dropped = sub.Events(), 0
 			if f := snapshotFrame(); f != nil {
-				s.srv.hub.broadcastSkippable(s, f)
+				s.srv.hub.broadcast(s, f)
 			}
 			close(r.done)
 		}
