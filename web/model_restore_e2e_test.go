@@ -70,30 +70,37 @@ func TestBrowserModelKeysCheckpointsAcrossRestore(t *testing.T) {
 	assert.Equal(t, want, got, "the model's history is the engine's: the new job's checkpoint %d only, none of the old job's after %d", from+1, from)
 }
 
+// everyTaskRunning holds when the job and every subtask run.
+func everyTaskRunning(s *engine.Snapshot) bool {
+	for _, o := range s.Job.Operators {
+		for _, st := range o.Subtasks {
+			if st.Status != engine.TaskRunning {
+				return false
+			}
+		}
+	}
+	return s.Job.Status == engine.JobRunning
+}
+
+// runningWithACheckpoint holds once a checkpoint has completed and all runs.
+func runningWithACheckpoint(s *engine.Snapshot) bool {
+	return s.Checkpoints.Counts.Completed >= 1 && everyTaskRunning(s)
+}
+
 // storyRun runs the template with the sandbox settings q on a Stepper until
 // a checkpoint has completed, applies cmd, runs until the job is RUNNING
 // again, and returns the snapshot before cmd and every event after it.
 func storyRun(t *testing.T, q url.Values, cmd engine.Command) (engine.Snapshot, []engine.Event) {
 	t.Helper()
 	s, events := stepperFromTemplate(t, "etl", q)
-	running := func(s *engine.Snapshot) bool {
-		for _, o := range s.Job.Operators {
-			for _, st := range o.Subtasks {
-				if st.Status != engine.TaskRunning {
-					return false
-				}
-			}
-		}
-		return s.Job.Status == engine.JobRunning
-	}
-	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && running(s) }, 500000)
+	_, err := s.RunUntil(runningWithACheckpoint, 500000)
 	require.NoError(t, err)
 	before := s.Snapshot()
 	mark := len(*events)
 	require.NoError(t, s.Do(cmd))
 	_, err = s.RunUntil(func(s *engine.Snapshot) bool { return s.Job.Status != engine.JobRunning }, 500000)
 	require.NoError(t, err)
-	_, err = s.RunUntil(running, 500000)
+	_, err = s.RunUntil(everyTaskRunning, 500000)
 	require.NoError(t, err)
 	return before, (*events)[mark:]
 }

@@ -257,17 +257,7 @@ func regionWaitsInETL(t *testing.T) etlWait {
 	t.Helper()
 	s, events := stepperFromTemplate(t, "etl", url.Values{"seed": {"5"}, "heartbeatTimeout": {"50ms"},
 		"restart": {"fixed-delay"}, "restartAttempts": {"5"}, "restartDelay": {"10ms"}})
-	running := func(s *engine.Snapshot) bool {
-		for _, o := range s.Job.Operators {
-			for _, st := range o.Subtasks {
-				if st.Status != engine.TaskRunning {
-					return false
-				}
-			}
-		}
-		return s.Job.Status == engine.JobRunning
-	}
-	_, err := s.RunUntil(func(s *engine.Snapshot) bool { return s.Checkpoints.Counts.Completed >= 1 && running(s) }, 500000)
+	_, err := s.RunUntil(runningWithACheckpoint, 500000)
 	require.NoError(t, err)
 	w := etlWait{s: s, events: events, start: s.Snapshot(), tmOf: map[string]string{}}
 	for _, o := range w.start.Job.Operators {
