@@ -61,7 +61,7 @@ type Config struct {
 	// larger one closes the connection with status 1009.
 	ReadLimit int64
 	// SendBuffer is how many frames may wait for one slow client before it
-	// is dropped (default 64, about three seconds of frames).
+	// is dropped (default 256, about twelve seconds of frames).
 	SendBuffer int
 	// FrameInterval is the least time between two event frames (default
 	// 50ms: at most 20 frames per second).
@@ -121,7 +121,12 @@ func (c *Config) setDefaults() error {
 	def(&c.MaxForks, defaultMaxForks)
 	def(&c.MaxImages, 64)
 	defD(&c.ForkIdleTimeout, defaultForkIdle)
-	def(&c.SendBuffer, 64)
+	// 256 frames are about 12 s of a running session's stream: a browser
+	// busy for a few seconds on a loaded machine (or a phone on a weak
+	// network) catches up instead of being closed, reconnecting and
+	// missing the events its story is told from (64, about 3 s, closed a
+	// page at the moment of a crash at load 10).
+	def(&c.SendBuffer, 256)
 	def(&c.EventBuffer, 8192)
 	defD(&c.IdleTimeout, 10*time.Minute)
 	defD(&c.PauseGrace, defaultPauseGrace)
