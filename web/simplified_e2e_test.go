@@ -186,19 +186,7 @@ func TestBrowserStorySlotTimeoutWhileRegionWaitsSaysWhatIsSimplified(t *testing.
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	s, events := stepperFromTemplate(t, "etl", url.Values{"seed": {"5"}, "heartbeatTimeout": {"50ms"}, "slotRequestTimeout": {"300ms"},
 		"restart": {"fixed-delay"}, "restartAttempts": {"3"}, "restartDelay": {"10ms"}})
-	_, err := s.RunUntil(func(s *engine.Snapshot) bool {
-		if s.Checkpoints.Counts.Completed < 1 || s.Job.Status != engine.JobRunning {
-			return false
-		}
-		for _, o := range s.Job.Operators {
-			for _, st := range o.Subtasks {
-				if st.Status != engine.TaskRunning {
-					return false
-				}
-			}
-		}
-		return true
-	}, 500000)
+	_, err := s.RunUntil(runningWithACheckpoint, 500000)
 	require.NoError(t, err)
 	start := s.Snapshot()
 	var tm string
