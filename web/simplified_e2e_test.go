@@ -171,6 +171,14 @@ func TestBrowserStoryFailureWhileRegionWaitsSaysWhatIsSimplified(t *testing.T) {
 			assert.Contains(t, story, rescaleSentence[0]+"source#1, map#1, sink#1"+rescaleSentence[1], "%s: %s", lang, story)
 		}
 	}
+	for _, at := range []struct {
+		lang  string
+		width int64
+	}{{"en", 1280}, {"zh", 390}} {
+		parts := strings.SplitN(catalogue(t, at.lang)["explain.simplified.wholeJob.waiting"], "{tasks}", 2)
+		showFailoverStory(t, b, at.lang, at.width, []storyPart{{start, lost}, {waiting, crash}},
+			[]string{parts[0] + "source#1, map#1, sink#1" + parts[1]}, "story-region-waits-simplified")
+	}
 }
 
 // In the etl job a lost TaskManager's region waits for a slot until
@@ -229,6 +237,16 @@ func TestBrowserStorySlotTimeoutWhileRegionWaitsSaysWhatIsSimplified(t *testing.
 		require.NotEmpty(t, wait)
 		assert.Equal(t, 1, strings.Count(got, wait), "%s: the wait's simplification, once:\n%s", lang, got)
 	}
+	for _, at := range []struct {
+		lang  string
+		width int64
+	}{{"en", 1280}, {"zh", 390}} {
+		cat := catalogue(t, at.lang)
+		showFailoverStory(t, b, at.lang, at.width, []storyPart{{start, lost}, {waiting, rest}},
+			[]string{cat["explain.simplified.wholeJob.slotTimeout"]}, "story-slot-timeout-simplified")
+		showFailoverStory(t, b, at.lang, at.width, []storyPart{{start, lost}},
+			[]string{cat["explain.simplified.slotWait"]}, "story-slot-wait-simplified")
+	}
 }
 
 // etlWait is an etl run whose pipeline 0 lost its TaskManager and waits
@@ -262,4 +280,34 @@ func regionWaitsInETL(t *testing.T) etlWait {
 	require.Equal(t, engine.JobRunning, w.waiting.Job.Status)
 	w.lost = (*events)[mark:]
 	return w
+}
+
+// showFailoverStory draws the story the explain view tells from parts in
+// lang, in the live page's explain panel at width px, checks that nothing
+// in it is wider than the screen and that it holds every sentence in
+// want, and keeps a screenshot named name: the learner's view of the
+// sentences the other checks read as text.
+func showFailoverStory(t *testing.T, b *browserEnv, lang string, width int64, parts []storyPart, want []string, name string) {
+	t.Helper()
+	var feed strings.Builder
+	for _, p := range parts {
+		feed.WriteString("m.applySnapshot(" + toJSON(t, p.snap) + ");\n")
+		feed.WriteString("{ const evs = " + toJSON(t, p.events) + "; for (let i = 0; i < evs.length; i += 16) m.applyEvents(evs.slice(i, i + 16)); }\n")
+	}
+	b.run(chromedp.EmulateViewport(width, 900), chromedp.Navigate(b.url+"/sandbox?lang="+lang))
+	js := `(async () => { const i18n = await import('/static/js/i18n.js'); await i18n.loadCatalog('` + lang + `');
+	  document.body.innerHTML = '<main class="story-shot"><section class="panel explain" id="explain"><header><h2>' + i18n.t('explain.title') + '</h2></header><div id="explain-body"></div></section></main>';
+	  const { Model } = await import('/static/js/model.js'); const { ExplainView } = await import('/static/js/views/explain.js');
+	  const m = new Model(); const v = new ExplainView(document.getElementById('explain-body'), m, {});
+	  m.on((c) => v.onChange(c));
+	  ` + feed.String() + `
+	  v.previousOpen = true; v.dirty = true; v.render();
+	  return document.getElementById('explain').textContent; })()`
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	for _, s := range want {
+		assert.Contains(t, got, s, "%s at %d px: the panel shows it", lang, width)
+	}
+	assert.Empty(t, eval[[]string](b, jsWiderThanScreen(`#explain`)), "%s at %d px: nothing wider than the screen", lang, width)
+	b.shot(fmt.Sprintf("%s-%s-%d", name, lang, width))
 }
