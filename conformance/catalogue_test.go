@@ -364,6 +364,7 @@ func catalogue() []*scenario {
 		intermediateSavepoint(),
 		restoreNumbering(),
 		unalignedWhileRunning(),
+		unalignedChannelStateRestore(),
 		{
 			name: "jobmanager-storage-cap",
 			claim: "State over the JobManager checkpoint storage's cap (JobManagerCheckpointStorage(maxStateSize), here 1 byte, " +

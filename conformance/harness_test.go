@@ -209,6 +209,11 @@ type flinkFault struct {
 	// RESTARTING this long (a region waits for its restart delay); a source
 	// checks it on every poll, so it fires with nothing left to read too
 	WhileRestartingMillis int64 `json:"whileRestartingMillis,omitempty"`
+	// AfterChannelState (throw): fire only once a checkpoint completed
+	// unaligned with in-flight data persisted (Flink's checkpoint
+	// statistics: unaligned, persisted data > 0); kind slow: the task takes
+	// Millis per record (backpressure behind it)
+	AfterChannelState bool `json:"afterChannelState,omitempty"`
 }
 
 // trace is what flinkref wrote for one scenario.
@@ -241,6 +246,9 @@ type phaseTrace struct {
 	// SavepointWatermarks: each alerts subtask's watermark when the phase
 	// stopped with its savepoint (with AwaitWatermark)
 	SavepointWatermarks map[string]int64 `json:"savepointWatermarks"`
+	// ChannelStateCheckpoint: the first checkpoint an afterChannelState
+	// fault saw completed unaligned with persisted in-flight data
+	ChannelStateCheckpoint int64 `json:"channelStateCheckpoint"`
 	// BrokenCheckpoint: the checkpoint a break-latest-checkpoint fault
 	// deleted the state files of
 	BrokenCheckpoint int64 `json:"brokenCheckpoint"`
@@ -291,6 +299,11 @@ type checkpointTrace struct {
 		Savepoint bool   `json:"savepoint"`
 		Failure   string `json:"failure"`
 		Unaligned bool   `json:"unaligned"`
+		// PersistedData: in-flight data persisted as channel state
+		// (AbstractCheckpointStats.getPersistedData, bytes), and by which
+		// subtask ("count#1")
+		PersistedData int64            `json:"persistedData"`
+		PersistedBy   map[string]int64 `json:"persistedBy"`
 	} `json:"history"`
 }
 

@@ -137,6 +137,10 @@ type slFault struct {
 	// this long after the previous fault (job time), as flinkref's
 	// whileRestartingMillis: a second failure while a region waits
 	whileRestarting time.Duration
+	// afterChannelState (crash-subtask): crash only once a checkpoint
+	// completed unaligned with channel state (in-flight records), as
+	// flinkref's afterChannelState
+	afterChannelState bool
 }
 
 // breakLatest is the slFault that deletes the state files of the latest

@@ -53,6 +53,11 @@ type slPhase struct {
 	// the checkpoint each failed restore tried (from its event's message)
 	brokenCheckpoint int64
 	restoreFailed    []int64
+	// channelStateCheckpoint: the first checkpoint completed unaligned with
+	// channel state when an afterChannelState fault fired; replayed: the
+	// records of channel state the restored subtasks replayed (events)
+	channelStateCheckpoint int64
+	replayed               int
 	// refused is the error of a rescale or upgrade StateLab refused
 	refused string
 	// operatorIDs: each operator's ID (hex), by operator id, once the phase runs
@@ -87,6 +92,8 @@ type cpEntry struct {
 	Status    string `json:"status"`
 	Savepoint bool   `json:"savepoint"`
 	Unaligned bool   `json:"unaligned"`
+	// ChannelState: the in-flight records it persisted (bytes)
+	ChannelState int64 `json:"channelState"`
 }
 
 // notification is a sink subtask notified that checkpoint completed, and
@@ -280,6 +287,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				if f.cmd == breakLatest && (sn.Checkpoints.Counts.Completed < 2 || sn.Checkpoints.Counts.InProgress > 0) {
 					return false
 				}
+				if f.afterChannelState && channelStateCheckpoint(sn) == 0 {
+					return false
+				}
 				if f.whileRestarting > 0 && (sn.Job.Status != engine.JobRestarting || sn.At-lastFaultAt < f.whileRestarting) {
 					return false
 				}
@@ -287,6 +297,10 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			}
 			if _, err := s.RunUntil(due, stepsPerPhase); err != nil {
 				return res, fmt.Errorf("phase %d: waiting for %s to take in %d records: %w", i, f.task, f.afterRecords, err)
+			}
+			if f.afterChannelState {
+				sn := s.Snapshot()
+				p.channelStateCheckpoint = channelStateCheckpoint(&sn)
 			}
 			if k == 0 {
 				// Statuses and redeploys are counted from the first fault on (a
@@ -381,7 +395,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			}
 		}
 		for _, h := range snap.Checkpoints.History {
-			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned})
+			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned, ChannelState: h.ChannelStateSize})
 		}
 		p.notified = notifications(events[mark:])
 		deployed := map[string]bool{}
@@ -395,6 +409,14 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 					fmt.Sscanf(e.Message[k+len("from checkpoint "):], "%d", &id)
 				}
 				p.restoreFailed = append(p.restoreFailed, id)
+			}
+			if e.Kind == engine.EvUnalignedCheckpoint && strings.Contains(e.Message, "channel state before new input") {
+				// "X replayed N record(s) of channel state before new input (…)"
+				var n int
+				if k := strings.Index(e.Message, " replayed "); k >= 0 {
+					fmt.Sscanf(e.Message[k+len(" replayed "):], "%d", &n)
+				}
+				p.replayed += n
 			}
 			if e.Kind == engine.EvTimerFired {
 				p.timersFired = append(p.timersFired, e)
@@ -432,6 +454,17 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	}
 	res.compare = cmp
 	return res, nil
+}
+
+// channelStateCheckpoint is the first checkpoint (not a savepoint) that
+// completed unaligned with channel state, or 0.
+func channelStateCheckpoint(sn *engine.Snapshot) int64 {
+	for _, h := range sn.Checkpoints.History {
+		if h.Status == engine.CheckpointCompleted && !h.Savepoint && h.Unaligned && h.ChannelStateSize > 0 {
+			return h.ID
+		}
+	}
+	return 0
 }
 
 // runStep runs one of a phase's steps on StateLab: a read injects the

@@ -14,7 +14,7 @@ public final class Faults {
 
     /** One fault. */
     public static final class Fault {
-        /** throw, stall-checkpoint, tm-lost or break-latest-checkpoint. */
+        /** throw, stall-checkpoint, tm-lost, break-latest-checkpoint or slow. */
         public String kind;
         /** "operator#subtask" the fault is attached to. */
         public String task;
@@ -32,6 +32,11 @@ public final class Faults {
          * fires also when the source has nothing to read.
          */
         public long whileRestartingMillis = -1;
+        /**
+         * throw: fire only once a checkpoint completed unaligned with in-flight records persisted as channel state
+         * (the runner reads Flink's checkpoint statistics and sets {@link #channelStateCheckpoint}).
+         */
+        public boolean afterChannelState;
 
         final AtomicBoolean fired = new AtomicBoolean();
         /** stall-checkpoint: the stall is over (slept its time, or interrupted when the task was cancelled). */
@@ -58,6 +63,12 @@ public final class Faults {
     /** The checkpoint each task last snapshotted. */
     static final java.util.Map<String, Long> lastSnapshot = new java.util.concurrent.ConcurrentHashMap<>();
 
+    /**
+     * The first completed unaligned checkpoint whose statistics show persisted in-flight data
+     * (AbstractCheckpointStats.getPersistedData() > 0), as the runner found it; 0 before.
+     */
+    static volatile long channelStateCheckpoint;
+
     /** When the runner's status polls saw the job enter RESTARTING (System.nanoTime), or 0 when it is not. */
     static volatile long restartingSince;
 
@@ -65,6 +76,7 @@ public final class Faults {
         active.clear();
         active.addAll(faults);
         restartingSince = 0;
+        channelStateCheckpoint = 0;
         lastSnapshot.clear();
     }
 
@@ -94,14 +106,28 @@ public final class Faults {
         }
     }
 
-    /** Counts a record processed by task and throws if a throw fault is due. */
+    /**
+     * Counts a record processed by task and throws if a throw fault is due. A slow fault naming task makes it
+     * take millis per record (a slow sink: what is sent to it waits in the network buffers, backpressure).
+     */
     static void record(String task) {
         long n = Trace.processed(task);
         for (Fault f : active) {
+            if ("slow".equals(f.kind) && task.equals(f.task)) {
+                f.fired.set(true);
+                try {
+                    Thread.sleep(f.millis);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
             if ("throw".equals(f.kind) && task.equals(f.task) && n >= f.afterRecords && restartingLongEnough(f)
+                    && (!f.afterChannelState || channelStateCheckpoint > 0)
                     && f.fired.compareAndSet(false, true)) {
                 throw new InjectedFailure(
-                        "StateLab fault: " + task + " fails after its record " + n);
+                        "StateLab fault: " + task + " fails after its record " + n
+                                + (f.afterChannelState ? " (checkpoint " + channelStateCheckpoint
+                                        + " completed with channel state)" : ""));
             }
         }
     }

@@ -333,6 +333,7 @@ final class Runner {
             x.millis = f.path("millis").asLong(0);
             x.taskManager = f.path("taskManager").asInt(0);
             x.whileRestartingMillis = f.path("whileRestartingMillis").asLong(-1);
+            x.afterChannelState = f.path("afterChannelState").asBoolean(false);
             faults.add(x);
         }
         Faults.set(faults);
@@ -415,6 +416,8 @@ final class Runner {
         boolean stopping = false;
         boolean stepsDone = false;
         List<Object> lost = new ArrayList<>();
+        boolean watchChannelState = faults.stream().anyMatch(f -> f.afterChannelState);
+        long channelStatePolled = 0;
         while (true) {
             JobStatus st = current.get();
             if (st == null) {
@@ -423,6 +426,16 @@ final class Runner {
             }
             if (st.isGloballyTerminalState()) {
                 break;
+            }
+            if (watchChannelState && Faults.channelStateCheckpoint == 0
+                    && System.nanoTime() - channelStatePolled > 20_000_000) {
+                // A fault waits for a checkpoint that completed unaligned with in-flight data persisted.
+                channelStatePolled = System.nanoTime();
+                long found = channelStateCheckpoint(id);
+                if (found > 0) {
+                    Faults.channelStateCheckpoint = found;
+                    pt.put("channelStateCheckpoint", found);
+                }
             }
             for (Faults.Fault f : faults) {
                 if ("tm-lost".equals(f.kind) && Trace.processedSoFar(f.task) >= f.afterRecords
@@ -755,6 +768,30 @@ final class Runner {
         return n + "#" + v.getParallelSubtaskIndex();
     }
 
+    /**
+     * The first completed unaligned checkpoint (not a savepoint) whose statistics show persisted in-flight data
+     * (channel state), or 0.
+     */
+    private long channelStateCheckpoint(JobID id) {
+        try {
+            CheckpointStatsSnapshot cs = mc.getExecutionGraph(id).get(10, TimeUnit.SECONDS).getCheckpointStatsSnapshot();
+            if (cs == null) {
+                return 0;
+            }
+            long found = 0;
+            for (AbstractCheckpointStats s : cs.getHistory().getCheckpoints()) {
+                if (s.getStatus().name().equals("COMPLETED") && !s.getProperties().isSavepoint()
+                        && s.isUnalignedCheckpoint() && s.getPersistedData() > 0
+                        && (found == 0 || s.getCheckpointId() < found)) {
+                    found = s.getCheckpointId();
+                }
+            }
+            return found;
+        } catch (Exception e) {
+            return 0; // restarting, or the JobManager is busy: ask again
+        }
+    }
+
     private static void describe(ExecutionGraphInfo info, Map<String, Object> pt) {
         AccessExecutionGraph g = info.getArchivedExecutionGraph();
         List<Object> vertices = new ArrayList<>();
@@ -819,6 +856,21 @@ final class Runner {
                 m.put("status", s.getStatus().name());
                 m.put("savepoint", s.getProperties().isSavepoint());
                 m.put("unaligned", s.isUnalignedCheckpoint());
+                // In-flight data persisted as channel state (bytes), and by which vertex
+                m.put("persistedData", s.getPersistedData());
+                Map<String, Long> by = new java.util.TreeMap<>();
+                for (AccessExecutionJobVertex jv : g.getVerticesTopologically()) {
+                    org.apache.flink.runtime.checkpoint.TaskStateStats ts = s.getTaskStateStats(jv.getJobVertexId());
+                    if (ts == null) {
+                        continue;
+                    }
+                    for (org.apache.flink.runtime.checkpoint.SubtaskStateStats ss : ts.getSubtaskStats()) {
+                        if (ss != null && ss.getPersistedData() > 0) {
+                            by.put(jv.getName() + "#" + ss.getSubtaskIndex(), ss.getPersistedData());
+                        }
+                    }
+                }
+                m.put("persistedBy", by);
                 if (s instanceof FailedCheckpointStats f && f.getFailureMessage() != null) {
                     m.put("failure", f.getFailureMessage());
                 }
