@@ -365,6 +365,7 @@ func catalogue() []*scenario {
 		restoreNumbering(),
 		unalignedWhileRunning(),
 		unalignedChannelStateRestore(),
+		alignedBarriersHold(),
 		{
 			name: "jobmanager-storage-cap",
 			claim: "State over the JobManager checkpoint storage's cap (JobManagerCheckpointStorage(maxStateSize), here 1 byte, " +

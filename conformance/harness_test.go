@@ -214,6 +214,8 @@ type flinkFault struct {
 	// statistics: unaligned, persisted data > 0); kind slow: the task takes
 	// Millis per record (backpressure behind it)
 	AfterChannelState bool `json:"afterChannelState,omitempty"`
+	// AfterCompleted (throw): fire only once this many checkpoints completed
+	AfterCompleted int64 `json:"afterCompleted,omitempty"`
 }
 
 // trace is what flinkref wrote for one scenario.
@@ -304,6 +306,8 @@ type checkpointTrace struct {
 		// subtask ("count#1")
 		PersistedData int64            `json:"persistedData"`
 		PersistedBy   map[string]int64 `json:"persistedBy"`
+		// AlignmentBy: each subtask's barrier alignment (ms)
+		AlignmentBy map[string]int64 `json:"alignmentBy"`
 	} `json:"history"`
 }
 

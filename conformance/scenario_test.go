@@ -141,6 +141,12 @@ type slFault struct {
 	// completed unaligned with channel state (in-flight records), as
 	// flinkref's afterChannelState
 	afterChannelState bool
+	// afterCompleted (crash-subtask): crash only once this many checkpoints
+	// completed, as flinkref's afterCompleted
+	afterCompleted int
+	// captureRestored: after the crash, run until every count subtask
+	// restored and read its keyed state then (slPhase.afterFault*)
+	captureRestored bool
 }
 
 // breakLatest is the slFault that deletes the state files of the latest

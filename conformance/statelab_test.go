@@ -58,6 +58,14 @@ type slPhase struct {
 	// records of channel state the restored subtasks replayed (events)
 	channelStateCheckpoint int64
 	replayed               int
+	// afterFault*: with captureRestored, what the subtasks restored after
+	// the crash: count's keyed state (read once every count subtask
+	// restored), the records each count subtask had taken in then, and each
+	// source subtask's restored partition offsets
+	afterFaultKeys     map[string]map[int]map[string]int64
+	afterFaultIn       map[string]int64
+	afterFaultOffsets  map[string][]engine.PartitionOffset
+	afterFaultRestored int64
 	// refused is the error of a rescale or upgrade StateLab refused
 	refused string
 	// operatorIDs: each operator's ID (hex), by operator id, once the phase runs
@@ -94,6 +102,8 @@ type cpEntry struct {
 	Unaligned bool   `json:"unaligned"`
 	// ChannelState: the in-flight records it persisted (bytes)
 	ChannelState int64 `json:"channelState"`
+	// Alignment: each subtask's barrier alignment
+	Alignment map[string]time.Duration `json:"-"`
 }
 
 // notification is a sink subtask notified that checkpoint completed, and
@@ -290,6 +300,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				if f.afterChannelState && channelStateCheckpoint(sn) == 0 {
 					return false
 				}
+				if f.afterCompleted > 0 && sn.Checkpoints.Counts.Completed < f.afterCompleted {
+					return false
+				}
 				if f.whileRestarting > 0 && (sn.Job.Status != engine.JobRestarting || sn.At-lastFaultAt < f.whileRestarting) {
 					return false
 				}
@@ -335,6 +348,11 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				}
 			}
 			lastFaultAt = s.Snapshot().At
+			if f.captureRestored {
+				if err := captureRestored(t, s, &events, len(events), &p); err != nil {
+					return res, fmt.Errorf("phase %d: after %s: %w", i, f.cmd, err)
+				}
+			}
 		}
 		if len(ph.steps) > 0 {
 			if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return caughtUp(sn, sc, injected) }, stepsPerPhase); err != nil {
@@ -395,7 +413,11 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			}
 		}
 		for _, h := range snap.Checkpoints.History {
-			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned, ChannelState: h.ChannelStateSize})
+			align := map[string]time.Duration{}
+			for _, a := range h.Subtasks {
+				align[a.Task] = a.AlignmentDuration
+			}
+			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned, ChannelState: h.ChannelStateSize, Alignment: align})
 		}
 		p.notified = notifications(events[mark:])
 		deployed := map[string]bool{}
@@ -454,6 +476,58 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	}
 	res.compare = cmp
 	return res, nil
+}
+
+// captureRestored runs until every count and source subtask restored after the crash
+// (the restore events from mark on) and reads what they and the sources
+// restored into p: count's keyed state, the records each count subtask had
+// taken in by then (0: the state is what it restored) and the sources'
+// restored offsets.
+func captureRestored(t *testing.T, s *engine.Stepper, events *[]engine.Event, mark int, p *slPhase) error {
+	restored := func() map[string]engine.Event {
+		out := map[string]engine.Event{}
+		for _, e := range (*events)[mark:] {
+			if e.Kind == engine.EvRestore && e.Restore != nil && e.Restore.Checkpoint > 0 {
+				out[e.Task] = e
+			}
+		}
+		return out
+	}
+	want := 0
+	for _, o := range s.Snapshot().Job.Operators {
+		if o.Kind == engine.KindCount || o.Kind == engine.KindSource {
+			want += len(o.Subtasks)
+		}
+	}
+	if _, err := s.RunUntil(func(*engine.Snapshot) bool {
+		n := 0
+		for task := range restored() {
+			if strings.HasPrefix(task, "count#") || strings.HasPrefix(task, "source#") {
+				n++
+			}
+		}
+		return n == want
+	}, stepsPerPhase); err != nil {
+		return fmt.Errorf("waiting for every count and source subtask to restore: %w", err)
+	}
+	sn := s.Snapshot()
+	p.afterFaultKeys = keyedState(t, s, &sn)
+	p.afterFaultIn = map[string]int64{}
+	for _, o := range sn.Job.Operators {
+		if o.Kind == engine.KindCount {
+			for _, st := range o.Subtasks {
+				p.afterFaultIn[st.Name] = st.RecordsIn
+			}
+		}
+	}
+	p.afterFaultOffsets = map[string][]engine.PartitionOffset{}
+	for task, e := range restored() {
+		p.afterFaultRestored = e.Restore.Checkpoint
+		if strings.HasPrefix(task, "source#") {
+			p.afterFaultOffsets[task] = e.Restore.Offsets
+		}
+	}
+	return nil
 }
 
 // channelStateCheckpoint is the first checkpoint (not a savepoint) that

@@ -37,6 +37,8 @@ public final class Faults {
          * (the runner reads Flink's checkpoint statistics and sets {@link #channelStateCheckpoint}).
          */
         public boolean afterChannelState;
+        /** throw: fire only once this many checkpoints (not savepoints) completed (the runner counts them). */
+        public long afterCompleted;
 
         final AtomicBoolean fired = new AtomicBoolean();
         /** stall-checkpoint: the stall is over (slept its time, or interrupted when the task was cancelled). */
@@ -69,6 +71,9 @@ public final class Faults {
      */
     static volatile long channelStateCheckpoint;
 
+    /** How many checkpoints (not savepoints) completed, as the runner last read Flink's statistics. */
+    static volatile long completedCheckpoints;
+
     /** When the runner's status polls saw the job enter RESTARTING (System.nanoTime), or 0 when it is not. */
     static volatile long restartingSince;
 
@@ -77,6 +82,7 @@ public final class Faults {
         active.addAll(faults);
         restartingSince = 0;
         channelStateCheckpoint = 0;
+        completedCheckpoints = 0;
         lastSnapshot.clear();
     }
 
@@ -123,6 +129,7 @@ public final class Faults {
             }
             if ("throw".equals(f.kind) && task.equals(f.task) && n >= f.afterRecords && restartingLongEnough(f)
                     && (!f.afterChannelState || channelStateCheckpoint > 0)
+                    && completedCheckpoints >= f.afterCompleted
                     && f.fired.compareAndSet(false, true)) {
                 throw new InjectedFailure(
                         "StateLab fault: " + task + " fails after its record " + n

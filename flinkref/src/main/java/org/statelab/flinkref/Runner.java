@@ -334,6 +334,7 @@ final class Runner {
             x.taskManager = f.path("taskManager").asInt(0);
             x.whileRestartingMillis = f.path("whileRestartingMillis").asLong(-1);
             x.afterChannelState = f.path("afterChannelState").asBoolean(false);
+            x.afterCompleted = f.path("afterCompleted").asLong(0);
             faults.add(x);
         }
         Faults.set(faults);
@@ -416,8 +417,8 @@ final class Runner {
         boolean stopping = false;
         boolean stepsDone = false;
         List<Object> lost = new ArrayList<>();
-        boolean watchChannelState = faults.stream().anyMatch(f -> f.afterChannelState);
-        long channelStatePolled = 0;
+        boolean watchCheckpoints = faults.stream().anyMatch(f -> f.afterChannelState || f.afterCompleted > 0);
+        long statsPolled = 0;
         while (true) {
             JobStatus st = current.get();
             if (st == null) {
@@ -427,15 +428,11 @@ final class Runner {
             if (st.isGloballyTerminalState()) {
                 break;
             }
-            if (watchChannelState && Faults.channelStateCheckpoint == 0
-                    && System.nanoTime() - channelStatePolled > 20_000_000) {
-                // A fault waits for a checkpoint that completed unaligned with in-flight data persisted.
-                channelStatePolled = System.nanoTime();
-                long found = channelStateCheckpoint(id);
-                if (found > 0) {
-                    Faults.channelStateCheckpoint = found;
-                    pt.put("channelStateCheckpoint", found);
-                }
+            if (watchCheckpoints && System.nanoTime() - statsPolled > 20_000_000) {
+                // A fault waits for checkpoints to complete, or for one that completed unaligned with in-flight
+                // data persisted.
+                statsPolled = System.nanoTime();
+                watchCheckpoints(id, pt);
             }
             for (Faults.Fault f : faults) {
                 if ("tm-lost".equals(f.kind) && Trace.processedSoFar(f.task) >= f.afterRecords
@@ -769,26 +766,34 @@ final class Runner {
     }
 
     /**
-     * The first completed unaligned checkpoint (not a savepoint) whose statistics show persisted in-flight data
-     * (channel state), or 0.
+     * Reads Flink's checkpoint statistics for the faults that wait on them: how many checkpoints (not savepoints)
+     * completed, and the first that completed unaligned with persisted in-flight data (channel state).
      */
-    private long channelStateCheckpoint(JobID id) {
+    private void watchCheckpoints(JobID id, Map<String, Object> pt) {
         try {
             CheckpointStatsSnapshot cs = mc.getExecutionGraph(id).get(10, TimeUnit.SECONDS).getCheckpointStatsSnapshot();
             if (cs == null) {
-                return 0;
+                return;
             }
             long found = 0;
+            long completed = 0;
             for (AbstractCheckpointStats s : cs.getHistory().getCheckpoints()) {
-                if (s.getStatus().name().equals("COMPLETED") && !s.getProperties().isSavepoint()
-                        && s.isUnalignedCheckpoint() && s.getPersistedData() > 0
+                if (!s.getStatus().name().equals("COMPLETED") || s.getProperties().isSavepoint()) {
+                    continue;
+                }
+                completed++;
+                if (s.isUnalignedCheckpoint() && s.getPersistedData() > 0
                         && (found == 0 || s.getCheckpointId() < found)) {
                     found = s.getCheckpointId();
                 }
             }
-            return found;
+            Faults.completedCheckpoints = Math.max(Faults.completedCheckpoints, completed);
+            if (found > 0 && Faults.channelStateCheckpoint == 0) {
+                Faults.channelStateCheckpoint = found;
+                pt.put("channelStateCheckpoint", found);
+            }
         } catch (Exception e) {
-            return 0; // restarting, or the JobManager is busy: ask again
+            // restarting, or the JobManager is busy: ask again
         }
     }
 
@@ -871,6 +876,21 @@ final class Runner {
                     }
                 }
                 m.put("persistedBy", by);
+                // How long each subtask's barrier alignment took (ms; aligned checkpoints: from its first barrier
+                // to its last), SubtaskStateStats.getAlignmentDuration
+                Map<String, Long> align = new java.util.TreeMap<>();
+                for (AccessExecutionJobVertex jv : g.getVerticesTopologically()) {
+                    org.apache.flink.runtime.checkpoint.TaskStateStats ts = s.getTaskStateStats(jv.getJobVertexId());
+                    if (ts == null) {
+                        continue;
+                    }
+                    for (org.apache.flink.runtime.checkpoint.SubtaskStateStats ss : ts.getSubtaskStats()) {
+                        if (ss != null && ss.getAlignmentDuration() >= 0) {
+                            align.put(jv.getName() + "#" + ss.getSubtaskIndex(), ss.getAlignmentDuration());
+                        }
+                    }
+                }
+                m.put("alignmentBy", align);
                 if (s instanceof FailedCheckpointStats f && f.getFailureMessage() != null) {
                     m.put("failure", f.getFailureMessage());
                 }
