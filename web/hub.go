@@ -43,6 +43,10 @@ type client struct {
 	// a fork for its ack, and the limiter of seeks and forks.
 	forked *forkResult
 	heavy  *tokenBucket
+
+	// lagging is the hub's: the client has fallen behind (see hub.lagging)
+	// and gets the lean variant of events frames; kept to log the change.
+	lagging bool
 }
 
 type hubOp int
@@ -60,8 +64,13 @@ type hubMsg struct {
 	c     *client
 	s     *Session
 	frame []byte
-	code  int
-	text  string
+	// lean is set for an events frame (thin): the frame a lagging viewer
+	// gets instead, holding only the events the views narrate; nil when
+	// there are none, and then a lagging viewer gets nothing.
+	lean []byte
+	thin bool
+	code int
+	text string
 }
 
 // hub is the one goroutine that owns every connection: it registers and
@@ -75,6 +84,7 @@ type hub struct {
 
 	// Figures for tests and the status line.
 	dropped   atomic.Int64 // slow clients dropped
+	thinned   atomic.Int64 // events frames sent lean or left out for a lagging client
 	connected atomic.Int64 // clients connected now
 }
 
@@ -126,7 +136,14 @@ func (h *hub) handle(m hubMsg) {
 		}
 	case opBroadcast:
 		for c := range h.sessions[m.s] {
-			h.deliver(c, m.frame)
+			frame := m.frame
+			if m.thin && h.lagging(c) {
+				h.thinned.Add(1)
+				if frame = m.lean; frame == nil {
+					continue
+				}
+			}
+			h.deliver(c, frame)
 		}
 	case opUnicast:
 		if _, ok := h.clients[m.c]; ok {
@@ -138,6 +155,30 @@ func (h *hub) handle(m hubMsg) {
 		}
 		delete(h.sessions, m.s)
 	}
+}
+
+// lagging says whether c has fallen behind: a quarter of its send buffer
+// waits (64 of 256 frames, about 3 s of a running session's stream). A
+// lagging viewer gets only the events its views narrate — statuses,
+// failures, checkpoints, restores, rescales, commands — and every snapshot
+// and lesson message, not the data-plane events that animate records and
+// barriers on the graph (the snapshots carry their counts), until it has
+// caught up. A browser busy for a few seconds on a loaded machine so keeps
+// its connection, its story and the clicks it sends; one that stops
+// reading altogether still fills the buffer and is closed as too slow.
+func (h *hub) lagging(c *client) bool {
+	lag := len(c.send) >= cap(c.send)/4
+	if lag != c.lagging {
+		c.lagging = lag
+		if s := h.clients[c]; s != nil && s.srv != nil {
+			if lag {
+				s.srv.log.Info("viewer lagging: data-plane events left out", "session", s.ID, "queued", len(c.send))
+			} else {
+				s.srv.log.Info("viewer caught up", "session", s.ID)
+			}
+		}
+	}
+	return lag
 }
 
 // deliver queues frame for c, or drops c if its buffer is full: one slow
@@ -193,6 +234,12 @@ func (h *hub) register(c *client, s *Session, first []byte) bool {
 func (h *hub) unregister(c *client) { h.post(hubMsg{op: opUnregister, c: c}) }
 func (h *hub) broadcast(s *Session, frame []byte) {
 	h.post(hubMsg{op: opBroadcast, s: s, frame: frame})
+}
+
+// broadcastEvents is broadcast for an events frame, with lean, the frame a
+// lagging viewer gets instead (nil: none).
+func (h *hub) broadcastEvents(s *Session, frame, lean []byte) {
+	h.post(hubMsg{op: opBroadcast, s: s, frame: frame, lean: lean, thin: true})
 }
 func (h *hub) unicast(c *client, frame []byte) { h.post(hubMsg{op: opUnicast, c: c, frame: frame}) }
 func (h *hub) closeSession(s *Session, code int, text string) {

@@ -281,11 +281,14 @@ type Stats struct {
 	Sessions       int
 	Clients        int
 	DroppedClients int64
+	// ThinnedFrames counts events frames a lagging viewer got lean (only
+	// the events the views narrate) or went without (hub.lagging).
+	ThinnedFrames int64
 }
 
 // Stats returns the server's figures now.
 func (srv *Server) Stats() Stats {
-	return Stats{Sessions: len(srv.sessions.all()), Clients: int(srv.hub.connected.Load()), DroppedClients: srv.hub.dropped.Load()}
+	return Stats{Sessions: len(srv.sessions.all()), Clients: int(srv.hub.connected.Load()), DroppedClients: srv.hub.dropped.Load(), ThinnedFrames: srv.hub.thinned.Load()}
 }
 
 // Session returns the running session with the given id.

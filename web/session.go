@@ -194,6 +194,41 @@ var structural = map[string]bool{
 	"waiting-resources": true, "rescale-started": true, "rescale-plan": true, "driver": true,
 }
 
+// dataPlane are the event kinds a lagging viewer goes without
+// (hub.lagging): records, reads, writes, watermarks and barriers moving
+// through the job. The views animate them and the log lists them; the
+// snapshots that follow carry their counts and positions. Every other
+// kind — statuses, failures, checkpoints and their acknowledgements,
+// alignment, restores, rescales, commands — is narrated by the story or
+// changes the model, and reaches every viewer in order.
+var dataPlane = map[engine.EventKind]bool{
+	engine.EvRecordsSent: true, engine.EvRecordsReceived: true, engine.EvSourceRead: true,
+	engine.EvWatermark: true, engine.EvFlow: true, engine.EvBarrierSent: true, engine.EvBarrierReceived: true,
+	engine.EvBarrierOvertook: true, engine.EvStateUpdated: true, engine.EvSinkWrite: true,
+	engine.EvWindowFired: true, engine.EvTimerFired: true, engine.EvTxnPreCommitted: true,
+}
+
+// narratedEvents returns the events of evs that are not data-plane events,
+// in order (evs itself when all are).
+func narratedEvents(evs []Event) []Event {
+	n := 0
+	for _, e := range evs {
+		if !dataPlane[e.Kind] {
+			n++
+		}
+	}
+	if n == len(evs) {
+		return evs
+	}
+	told := make([]Event, 0, n)
+	for _, e := range evs {
+		if !dataPlane[e.Kind] {
+			told = append(told, e)
+		}
+	}
+	return told
+}
+
 // pump reads the engine's events and hands frames to the hub.
 func (s *Session) pump() {
 	defer close(s.done)
@@ -215,12 +250,22 @@ func (s *Session) pump() {
 		if co.len() == 0 {
 			return
 		}
-		frame, err := json.Marshal(eventsMsg{Type: "events", Events: co.take()})
+		evs := co.take()
+		frame, err := json.Marshal(eventsMsg{Type: "events", Events: evs})
 		if err != nil {
 			s.srv.log.Error("marshal events", "session", s.ID, "err", err)
 			return
 		}
-		s.srv.hub.broadcast(s, frame)
+		// The lean variant, for a viewer that has fallen behind (hub.lagging).
+		lean := frame
+		if told := narratedEvents(evs); len(told) == 0 {
+			lean = nil
+		} else if len(told) < len(evs) {
+			if lean, err = json.Marshal(eventsMsg{Type: "events", Events: told}); err != nil {
+				lean = frame
+			}
+		}
+		s.srv.hub.broadcastEvents(s, frame, lean)
 	}
 	snapshotFrame := func() []byte {
 		lastSnap = time.Now()
