@@ -240,3 +240,106 @@ func total64(m map[string]int64) int64 {
 	}
 	return n
 }
+
+// abortedCheckpoint: checkpoint 1, more input, checkpoint 2 that expires
+// (count#0's synchronous snapshot of it stalls 2.5 s past an 800 ms timeout;
+// tolerable-failed-checkpoints 5, so the job does not fail over; one sink
+// subtask, see below), more
+// input, checkpoint 3, all by hand. An aborted checkpoint notifies no task
+// of completion, so a two-phase-commit sink commits nothing on it; Flink
+// tells each task it was aborted (CheckpointCoordinator: notifyCheckpointAborted),
+// and the sink keeps the transaction it pre-committed in it
+// (TwoPhaseCommitSinkFunction does not abort it): checkpoint 3's
+// notification commits it with its own.
+//
+// The sink runs at parallelism 1 and is the one that stalls: StateLab's
+// Stepper models a stalled snapshot as time that passes for the whole job
+// (its one virtual clock jumps by the stall), so checkpoint 2 expires before
+// the other subtasks handle its barrier, where in Flink they go on during
+// the stall and every sink subtask pre-commits checkpoint 2's transaction
+// (found by running Flink: with two sinks and count#0 stalling, StateLab's
+// sink#1 never pre-committed checkpoint 2 and its records went into
+// checkpoint 3's transaction). With one sink, stalled after its barrier, the
+// checkpoint's transaction holds the same records on both.
+func abortedCheckpoint() *scenario {
+	return &scenario{
+		name: "aborted-checkpoint-commits-on-next",
+		claim: "A checkpoint that fails (here it expires: execution.checkpointing.timeout) notifies no task of completion, " +
+			"so a two-phase-commit sink commits nothing on it; the transaction it pre-committed in that checkpoint stays " +
+			"pending (TwoPhaseCommitSinkFunction keeps it on notifyCheckpointAborted) and the next completed checkpoint " +
+			"commits it with its own (notifyCheckpointComplete commits every pending transaction up to its id); below " +
+			"tolerable-failed-checkpoints the job runs on",
+		spec:       withParallelism(wordCount(2, "exactly-once", map[string]any{"timeout": "800ms", "tolerableFailed": 5}, nil), "sink", 1),
+		partitions: map[string]int{"source": 2},
+		lines: map[string][][]string{"source": {
+			genLines(82, 30, 3), // the phase's input: checkpoint 1 holds it
+			genLines(83, 20, 3), // read before checkpoint 2 (expires)
+			genLines(84, 20, 3), // read before checkpoint 3
+			genLines(85, 10, 3), // holds the sources, never read
+		}},
+		phases: []phase{{
+			flinkFaults:    []flinkFault{{Kind: "stall-checkpoint", Task: "sink#0", Checkpoint: 2, Millis: 2500}},
+			statelabFaults: []slFault{{cmd: stallSnapshot, task: "sink#0", checkpoint: 2, stall: 2500 * time.Millisecond}},
+			steps:          []string{stepCheckpoint, stepRead, stepCheckpointFails, stepRead, stepCheckpoint},
+			cancel:         true,
+		}},
+		slots: 4,
+		check: checkAbortedCheckpoint,
+	}
+}
+
+func checkAbortedCheckpoint(j *judge, sl *slResult, fl *trace) {
+	p := fl.Phases[0]
+	var flHist []string
+	for _, h := range p.Checkpoints.History {
+		if h.Savepoint {
+			continue
+		}
+		e := fmt.Sprintf("%d %s", h.ID, h.Status)
+		if strings.Contains(h.Failure, "expired") {
+			e += " (expired)"
+		}
+		flHist = append(flHist, e)
+	}
+	notified := flinkNotified(&p)
+	aborted := map[string][]string{}
+	for _, e := range p.Events {
+		if e.Event == "aborted" && e.Operator == "sink" {
+			aborted[e.Task] = append(aborted[e.Task], fmt.Sprintf("aborted %d, pending after it %v", e.Checkpoint, e.Pending))
+		}
+	}
+	j.t.Logf("Flink: checkpoints %v; sink notified %v; told of aborts %v", flHist, notified, aborted)
+	j.true("Flink told every sink subtask that checkpoint 2 was aborted, and it kept checkpoint 2's transaction pending",
+		len(aborted) > 0 && len(aborted) == len(notified) && func() bool {
+			for _, a := range aborted {
+				if len(a) != 1 || !strings.HasPrefix(a[0], "aborted 2,") || !strings.Contains(a[0], "{2 ") {
+					return false
+				}
+			}
+			return true
+		}(), aborted)
+	j.true("Flink's job ran on (no restart)", len(p.RestartedSubtasks) == 0, p.RestartedSubtasks)
+	checkExactOutput(j, sl, fl, wordCountOutput(catalogueLines("aborted-checkpoint-commits-on-next")[:3]...))
+	if sl == nil {
+		return
+	}
+	q := sl.phases[0]
+	var slHist []string
+	for _, h := range q.history {
+		if h.Savepoint {
+			continue
+		}
+		e := fmt.Sprintf("%d %s", h.ID, h.Status)
+		for _, f := range q.failedCheckpoints {
+			if f.ID == h.ID && f.Reason == "CHECKPOINT_EXPIRED" {
+				e += " (expired)"
+			}
+		}
+		slHist = append(slHist, e)
+	}
+	j.equal("the checkpoints taken by hand, and which failed why", slHist, flHist)
+	j.equal("the checkpoints each sink subtask was notified of", notifiedIDs(q.notified), notifiedIDs(notified))
+	j.equal("the records committed on each notification, by the checkpoint that pre-committed them",
+		committedOn(q.notified), committedOn(notified))
+	j.equal("subtasks restarted", q.restarted, []string(nil))
+}

@@ -366,6 +366,7 @@ func catalogue() []*scenario {
 		unalignedWhileRunning(),
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
+		abortedCheckpoint(),
 		{
 			name: "jobmanager-storage-cap",
 			claim: "State over the JobManager checkpoint storage's cap (JobManagerCheckpointStorage(maxStateSize), here 1 byte, " +

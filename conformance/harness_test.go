@@ -348,6 +348,9 @@ type operatorEvent struct {
 	// "notified"): the checkpoint, and the transactions it committed
 	Checkpoint int64       `json:"checkpoint"`
 	Committed  []txnCommit `json:"committed"`
+	// a two-phase sink subtask notified that a checkpoint was aborted
+	// (event "aborted"): the transactions still pending after it
+	Pending []txnCommit `json:"pending"`
 }
 
 // txnCommit is a transaction a notification committed: the checkpoint it

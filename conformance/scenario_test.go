@@ -120,6 +120,9 @@ const (
 	// add-taskmanager; Flink's MiniCluster.startTaskManager) and the step
 	// waits until the job runs at a higher parallelism (reactive mode)
 	stepAddTaskManager = "add-taskmanager"
+	// stepCheckpointFails: a checkpoint by hand that the scenario's fault
+	// makes fail (a stalled snapshot: it expires); awaited until it failed
+	stepCheckpointFails = "checkpoint-expires"
 )
 
 // slFault is a StateLab command applied once the task has taken in at least

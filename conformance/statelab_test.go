@@ -284,6 +284,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		faultMark := len(events)
 		var lastFaultAt time.Duration // job time of the phase's last fault
 		for k, f := range ph.statelabFaults {
+			if f.cmd == stallSnapshot && len(ph.steps) > 0 {
+				continue // the stalled checkpoint is one the steps trigger
+			}
 			if f.cmd == stallSnapshot {
 				if _, err := s.RunUntil(func(*engine.Snapshot) bool { return stalledAt >= 0 }, stepsPerPhase); err != nil {
 					return res, fmt.Errorf("phase %d: waiting for %s's snapshot of checkpoint %d: %w", i, f.task, f.checkpoint, err)
@@ -570,6 +573,15 @@ func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected m
 		}
 		_, err := s.RunUntil(func(sn *engine.Snapshot) bool { return sn.Counters.Rescales > before && allRunning(sn) }, stepsPerPhase)
 		return 0, err
+	case stepCheckpointFails:
+		id, err := runStep(s, sc, stepCheckpoint, chunk, injected)
+		if err == nil {
+			return id, fmt.Errorf("checkpoint %d completed; the scenario expected it to fail", id)
+		}
+		if id == 0 {
+			return 0, err
+		}
+		return id, nil
 	case stepCheckpoint, stepSavepoint:
 		var last int64
 		for _, h := range s.Snapshot().Checkpoints.History {

@@ -654,6 +654,21 @@ final class Ops {
         }
 
         @Override
+        public void notifyCheckpointAborted(long id) throws Exception {
+            super.notifyCheckpointAborted(id);
+            // As TwoPhaseCommitSinkFunction (which does not override it): an aborted checkpoint commits nothing and
+            // aborts nothing; the transaction pre-committed in it stays pending, and the next checkpoint that
+            // completes commits it with its own. Reported: the checkpoint, and the transactions still pending.
+            Map<String, Object> ev = event("aborted", this.id, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
+                    getRuntimeContext().getTaskInfo().getAttemptNumber());
+            ev.put("checkpoint", id);
+            List<Map<String, Object>> still = new ArrayList<>();
+            pending.forEach((cp, txn) -> still.add(Map.of("checkpoint", cp, "records", Staging.size(txn))));
+            ev.put("pending", still);
+            Trace.event(ev);
+        }
+
+        @Override
         public void close() throws Exception {
             if (current != null) {
                 Staging.abort(current);

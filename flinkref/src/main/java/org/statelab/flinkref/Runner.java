@@ -596,7 +596,8 @@ final class Runner {
             m.put("kind", kind);
             try {
                 switch (kind) {
-                    case "checkpoint" -> m.put("id", mc.triggerCheckpoint(id,
+                    // checkpoint-expires: a checkpoint the scenario makes fail (its error is the step's)
+                    case "checkpoint", "checkpoint-expires" -> m.put("id", mc.triggerCheckpoint(id,
                             org.apache.flink.core.execution.CheckpointType.CONFIGURED).get(120, TimeUnit.SECONDS));
                     case "savepoint" -> m.put("path", mc.triggerSavepoint(id,
                             new File(work, sc.path("name").asText() + "/savepoints").toURI().toString(), false,
@@ -638,6 +639,15 @@ final class Runner {
                 }
             } catch (Exception e) {
                 m.put("error", e.toString());
+            }
+            if (kind.equals("checkpoint-expires")) {
+                // The next step starts once the stalled snapshot is over (StateLab's stall is virtual time that has
+                // passed by then): a checkpoint triggered during the stall would wait behind it and expire too.
+                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (System.nanoTime() < until && !Faults.active.stream()
+                        .filter(f -> "stall-checkpoint".equals(f.kind)).allMatch(Faults.Fault::done)) {
+                    Thread.sleep(5);
+                }
             }
             done.add(m);
         }
