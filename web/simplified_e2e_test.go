@@ -243,7 +243,11 @@ func TestBrowserStorySlotTimeoutWhileRegionWaitsSaysWhatIsSimplified(t *testing.
 	}{{"en", 1280}, {"zh", 390}} {
 		cat := catalogue(t, at.lang)
 		showFailoverStory(t, b, at.lang, at.width, []storyPart{{start, lost}, {waiting, rest}},
-			[]string{cat["explain.simplified.wholeJob.slotTimeout"]}, "story-slot-timeout-simplified")
+			[]string{cat["explain.simplified.wholeJob.slotTimeout"], cat["explain.jobFailed"]}, "story-slot-timeout-simplified")
+		// The engine's reason is Flink's exception text, English in both
+		// languages: a detail under the translated step, not inside it.
+		assert.Contains(t, eval[string](b, `[...document.querySelectorAll('#explain li.st-bad > .story-detail li')].map((e) => e.textContent).join('\n')`),
+			"NoResourceAvailableException", "%s: the reason hangs under the job's failure", at.lang)
 		showFailoverStory(t, b, at.lang, at.width, []storyPart{{start, lost}},
 			[]string{cat["explain.simplified.slotWait"]}, "story-slot-wait-simplified")
 	}

@@ -283,7 +283,10 @@ export class ExplainView {
             this.step(t('explain.simplified.wholeJob.slotTimeout'), 'simplified');
           }
           if (e.status === 'FAILED') {
-            this.step(t('explain.jobFailed', { message: e.message }), 'bad');
+            // The engine's message is Flink's exception text, kept as it is
+            // (English, as Flink's): it hangs under the step as its detail.
+            this.step(t('explain.jobFailed'), 'bad');
+            if (e.message) this.step(e.message, 'detail');
             // Flink's way out: start the job again from a retained checkpoint.
             if (snap.checkpoints?.retained?.length) this.step(t('explain.jobFailed.restore'), 'wait', 'restore');
             ep.done = true;
@@ -309,7 +312,8 @@ export class ExplainView {
         case 'restore-failed': {
           const ep = this.episode && !this.episode.done ? this.episode : this.start('failover', t('explain.restoreFailed.title'));
           ep.data.failed = true;
-          this.step(t('explain.restoreFailed.step', { n: e.checkpoint || t('explain.latest'), message: e.message }), 'bad');
+          this.step(t('explain.restoreFailed.step', { n: e.checkpoint || t('explain.latest') }), 'bad');
+          if (e.message) this.step(e.message, 'detail');
           if (!ep.data.restoreChecksFirst) {
             ep.data.restoreChecksFirst = true;
             this.step(t('explain.simplified.restoreChecksFirst'), 'simplified');
@@ -378,7 +382,8 @@ export class ExplainView {
           break;
         case 'rescale-failed':
           if (this.active('rescale')) {
-            this.step(t('explain.rescale.failed', { message: e.message }), 'bad');
+            this.step(t('explain.rescale.failed'), 'bad');
+            if (e.message) this.step(e.message, 'detail');
             this.episode.done = true;
           }
           break;
