@@ -427,6 +427,7 @@ func catalogue() []*scenario {
 			},
 		},
 		slotRequestTimeout(),
+		restartKeepsPreviousSlots(),
 		reactiveRescale(),
 		{
 			name: "taskmanager-lost-etl",

@@ -315,6 +315,13 @@ type vertexTrace struct {
 	Name           string `json:"name"`
 	Parallelism    int    `json:"parallelism"`
 	MaxParallelism int    `json:"maxParallelism"`
+	// Subtasks: each subtask's attempt at the phase's end and the
+	// TaskManager (resource ID) it ran on
+	Subtasks []struct {
+		Subtask     int    `json:"subtask"`
+		Attempt     int    `json:"attempt"`
+		TaskManager string `json:"taskManager"`
+	} `json:"subtasks"`
 }
 
 type operatorEvent struct {

@@ -1,7 +1,11 @@
 package conformance
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/statelab/statelab/engine"
 )
@@ -171,4 +175,119 @@ func checkReactiveRescale(j *judge, sl *slResult, fl *trace) {
 		path = path[1:]
 	}
 	j.equal("job statuses after the TaskManager joined", path, flinkPath(&p))
+}
+
+// restartKeepsPreviousSlots: with local recovery on, a restarted subtask
+// goes back to the slot it held (Flink's JobMaster picks
+// PreviousAllocationSlotSelectionStrategy when StateRecoveryOptions.LOCAL_RECOVERY
+// is on, SlotSelectionStrategyUtils), so its local copy of the state is on
+// the same TaskManager; the subtasks of a lost TaskManager take a free slot.
+// Three TaskManagers of one slot; the job (two slot-sharing groups) runs on
+// two; count#0's TaskManager is lost with no replacement, the job is one
+// region, so every subtask restarts: the other TaskManager's subtasks stay,
+// the lost ones go to the third. Without the preference, StateLab gives
+// subtask i the i-th free slot, which would move the survivors.
+func restartKeepsPreviousSlots() *scenario {
+	return restartPlacement(true)
+}
+
+// restartPlacement is restartKeepsPreviousSlots with local recovery on or
+// off. Off, Flink's JobMaster picks LocationPreferenceSlotSelectionStrategy
+// and the restarted subtasks' placement varied from run to run (three runs
+// on Flink 2.3.0: once the survivors moved to the third TaskManager and the
+// lost ones to the survivors', as StateLab's i-th free slot does; twice
+// otherwise), so only the placement with local recovery is compared.
+func restartPlacement(localRecovery bool) *scenario {
+	return &scenario{
+		name: "restart-keeps-previous-slots",
+		claim: "With local recovery on (execution.state-recovery.from-local) a restarted subtask is placed back in the slot it " +
+			"held (PreviousAllocationSlotSelectionStrategy), so it can read its local state copy; the subtasks of a lost " +
+			"TaskManager take a free slot on another",
+		spec: wordCount(2, "exactly-once", map[string]any{"interval": "50ms", "localRecovery": localRecovery},
+			map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"}),
+		partitions: map[string]int{"source": 2},
+		lines:      map[string][][]string{"source": {genLines(86, 80, 3)}},
+		phases: []phase{{
+			// Millis -1: no replacement TaskManager (the third one is free)
+			flinkFaults:    []flinkFault{{Kind: "tm-lost", Task: "count#0", AfterRecords: 20, Millis: -1}},
+			statelabFaults: []slFault{{cmd: engine.CmdCrashTaskManager, task: "count#0", afterRecords: 20}},
+			awaitFaults:    true,
+		}},
+		taskManagers: 3,
+		slots:        1,
+		check:        checkPlacement(localRecovery),
+		differs: []difference{
+			{why: "Flink notices a killed TaskManager after heartbeat.timeout (50 s) or when its process exits " +
+				"(MiniCluster's terminateTaskManager tells the JobManager at once); StateLab waits 100 ms of job time " +
+				"by default, so a lesson does not stall", ui: "explain.simplified.heartbeat"},
+		},
+	}
+}
+
+// stayedAndMoved splits the subtasks that ran on a TaskManager other than
+// the lost one into those placed on the same TaskManager after the restart
+// and those that moved, and lists where the lost TaskManager's went (by
+// whether it is a TaskManager that ran none of the job's subtasks before).
+func stayedAndMoved(before, after map[string]string, lost string) (stayed, moved, lostToFree []string) {
+	used := map[string]bool{}
+	for _, tm := range before {
+		used[tm] = true
+	}
+	for task, tm := range before {
+		switch {
+		case tm == lost:
+			if a := after[task]; a != "" && !used[a] {
+				lostToFree = append(lostToFree, task)
+			}
+		case after[task] == tm:
+			stayed = append(stayed, task)
+		default:
+			moved = append(moved, task)
+		}
+	}
+	return sorted(stayed), sorted(moved), sorted(lostToFree)
+}
+
+func checkPlacement(localRecovery bool) func(j *judge, sl *slResult, fl *trace) {
+	return func(j *judge, sl *slResult, fl *trace) { checkPreviousSlots(j, sl, fl, localRecovery) }
+}
+
+func checkPreviousSlots(j *judge, sl *slResult, fl *trace, localRecovery bool) {
+	p := fl.Phases[0]
+	require.Len(j.t, p.LostTaskManagers, 1, "Flink lost one TaskManager")
+	var lost struct {
+		ResourceID string              `json:"resourceId"`
+		ByTM       map[string][]string `json:"subtasksByTaskManager"`
+	}
+	require.NoError(j.t, json.Unmarshal(p.LostTaskManagers[0], &lost))
+	before := map[string]string{}
+	for tm, tasks := range lost.ByTM {
+		for _, task := range tasks {
+			before[task] = tm
+		}
+	}
+	after := map[string]string{}
+	for _, v := range p.Vertices {
+		name := strings.TrimPrefix(v.Name, "Source: ")
+		for _, st := range v.Subtasks {
+			after[fmt.Sprintf("%s#%d", name, st.Subtask)] = st.TaskManager
+		}
+	}
+	flStayed, flMoved, flFree := stayedAndMoved(before, after, lost.ResourceID)
+	j.t.Logf("Flink: before %v, after %v; lost %s", before, after, lost.ResourceID)
+	j.true("Flink restarted every subtask (one region)", len(p.RestartedSubtasks) == 8, p.RestartedSubtasks)
+	if localRecovery {
+		j.true("Flink put every subtask of the lost TaskManager on the free one", len(flFree) == len(lost.ByTM[lost.ResourceID]) && len(flFree) > 0, flFree)
+	}
+	checkExactOutput(j, sl, fl, wordCountOutput(catalogueLines("restart-keeps-previous-slots")...))
+	if sl == nil {
+		return
+	}
+	q := sl.phases[0]
+	slLost := q.placedAtFault["count#0"]
+	slStayed, slMoved, slFree := stayedAndMoved(q.placedAtFault, q.placedAtEnd, slLost)
+	j.t.Logf("StateLab: before %v, after %v; lost %s", q.placedAtFault, q.placedAtEnd, slLost)
+	j.equal("the subtasks of the surviving TaskManager placed back on it", slStayed, flStayed)
+	j.equal("the subtasks of the surviving TaskManager that moved", slMoved, flMoved)
+	j.equal("the lost TaskManager's subtasks placed on the free TaskManager", slFree, flFree)
 }

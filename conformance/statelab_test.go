@@ -66,6 +66,10 @@ type slPhase struct {
 	afterFaultIn       map[string]int64
 	afterFaultOffsets  map[string][]engine.PartitionOffset
 	afterFaultRestored int64
+	// placedAtFault and placedAtEnd: the TaskManager each subtask ran on
+	// when the phase's first fault fired, and at the phase's end
+	placedAtFault map[string]string
+	placedAtEnd   map[string]string
 	// refused is the error of a rescale or upgrade StateLab refused
 	refused string
 	// operatorIDs: each operator's ID (hex), by operator id, once the phase runs
@@ -319,6 +323,10 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				p.channelStateCheckpoint = channelStateCheckpoint(&sn)
 			}
 			if k == 0 {
+				sn := s.Snapshot()
+				p.placedAtFault = placement(&sn)
+			}
+			if k == 0 {
 				// Statuses and redeploys are counted from the first fault on (a
 				// scenario with several faults sees every restart they cause).
 				faultMark = len(events)
@@ -406,6 +414,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		if runErr != nil && snap.Job.Status != engine.JobFailed {
 			return res, fmt.Errorf("phase %d: run to the end of its input: %w", i, runErr)
 		}
+		p.placedAtEnd = placement(&snap)
 		p.finalKeys = keyedState(t, s, &snap)
 		p.finalKeyGroups = keyGroupsOf(&snap)
 		p.checkpoints = snap.Checkpoints.Counts
@@ -531,6 +540,17 @@ func captureRestored(t *testing.T, s *engine.Stepper, events *[]engine.Event, ma
 		}
 	}
 	return nil
+}
+
+// placement is the TaskManager each subtask runs on.
+func placement(sn *engine.Snapshot) map[string]string {
+	out := map[string]string{}
+	for _, o := range sn.Job.Operators {
+		for _, st := range o.Subtasks {
+			out[st.Name] = taskManagerOf(sn, st.Name)
+		}
+	}
+	return out
 }
 
 // channelStateCheckpoint is the first checkpoint (not a savepoint) that

@@ -235,6 +235,15 @@ final class Runner {
         }
         // slot.request.timeout: the JobMaster's (JobMasterServiceLeadershipRunnerFactory reads it from the cluster's
         // configuration for its PhysicalSlotRequestBulkChecker).
+        if (cp.path("localRecovery").asBoolean(false)) {
+            // Local recovery: the JobMaster picks PreviousAllocationSlotSelectionStrategy for a streaming job when it
+            // is on (SlotSelectionStrategyUtils reads StateRecoveryOptions.LOCAL_RECOVERY from the cluster's
+            // configuration), and the TaskManagers keep a local copy of each checkpoint's state. By key, so both
+            // Flink versions read it: 2.x's keys and 1.20's deprecated one.
+            m.put("execution.state-recovery.from-local", "true");
+            m.put("execution.checkpointing.local-backup.enabled", "true");
+            m.put("state.backend.local-recovery", "true");
+        }
         long slotTimeout = Specs.millis(spec.path("cluster").path("slotRequestTimeout"), 0);
         if (slotTimeout > 0) {
             m.put(JobManagerOptions.SLOT_REQUEST_TIMEOUT.key(), slotTimeout + " ms");
@@ -830,8 +839,9 @@ final class Runner {
                     // When the last restart deployed it (wall clock, ms): the order regions restarted in.
                     deployedAt.put(t, ev.getCurrentExecutionAttempt().getStateTimestamp(ExecutionState.DEPLOYING));
                 }
+                TaskManagerLocation loc = ev.getCurrentAssignedResourceLocation();
                 subs.add(Map.of("subtask", ev.getParallelSubtaskIndex(), "attempt", a, "status",
-                        ev.getExecutionState().name()));
+                        ev.getExecutionState().name(), "taskManager", loc == null ? "" : loc.getResourceID().toString()));
             }
             v.put("subtasks", subs);
             vertices.add(v);
