@@ -28,3 +28,13 @@ export function t(key, params) {
   }
   return s;
 }
+
+// errorText is a command's error ({code, message}, docs/protocol.md) for a
+// toast: the server's message is English (the engine's words, Flink's where
+// it quotes Flink), so a sentence in the page's language says first what
+// kind of error it is and that the reason follows in the original.
+export function errorText(err) {
+  const msg = err?.message || String(err);
+  const key = `error.${err?.code}`;
+  return err?.code && has(key) ? t(key, { message: msg }) : msg;
+}

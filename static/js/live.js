@@ -3,7 +3,7 @@
 
 import { $, h } from './dom.js';
 import { clock, dur } from './format.js';
-import { loadCatalog, t, getLang } from './i18n.js';
+import { loadCatalog, t, getLang, errorText } from './i18n.js';
 import { Connection } from './conn.js';
 import { sitePath } from './inpage.js';
 import { Model } from './model.js';
@@ -46,7 +46,7 @@ async function main() {
     toastTimer = setTimeout(() => { toastEl.hidden = true; }, kind === 'error' ? 9000 : 3500);
   };
   const send = (name, args) => conn.command(name, args).catch((err) => {
-    toast(err.message || String(err), 'error');
+    toast(errorText(err), 'error');
     throw err;
   });
   const quiet = (p) => p.catch(() => {});
