@@ -442,6 +442,11 @@ const (
 	// fire and still be kept (runTask); one that fires earlier than
 	// needed is kept too: it only costs one more turn of the loop.
 	idleSlack = 50 * time.Microsecond
+	// lingerFor is how long at most a Live subtask keeps an output batch
+	// open while it has more input at hand (subtask.linger): Flink's
+	// execution.buffer-timeout, 100 ms by default there, kept short here
+	// because a teaching job's records are watched as they move.
+	lingerFor = time.Millisecond
 )
 
 // figuresDue publishes a Live subtask's figures when due: every
@@ -490,6 +495,16 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 		if idle != nil {
 			idle.Stop()
 		}
+		// Open output batches: a handover or a fork sends them (outbox);
+		// a cancelled or failed subtask's are dropped with the rest of its
+		// outputs.
+		if l.detaching.Load() && t.hasPending() {
+			t.flush()
+		}
+		if t.holding {
+			t.holding = false
+			l.inTransit.Add(-1)
+		}
 	}()
 	done := ctx.Done()
 	for {
@@ -507,6 +522,11 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 		select {
 		case <-gate:
 		default:
+			// Paused: open output batches go out first, so a paused
+			// job shows its records on the channels.
+			if t.holding && !l.sendHeld(ctx, t) {
+				return
+			}
 			select {
 			case <-done:
 				return
@@ -566,8 +586,16 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 				l.wake(ch.from) // room in its output
 				rr = (rr + i + 1) % len(t.inputs)
 				t.now = clk.nowAt(wall)
+				t.linger = l.c.batch
 				err := t.handleElement(ch.toInput, e)
+				t.linger = 0
 				ok = l.afterHandle(ctx, t, err)
+				if ok && !t.holding && t.hasPending() {
+					// Counted in transit until flushed, so the job is
+					// not drained while a batch is open.
+					t.holding, t.holdSince = true, wall.UnixNano()
+					l.inTransit.Add(1)
+				}
 				l.inTransit.Add(-1)
 				if !ok {
 					return
@@ -589,6 +617,14 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 					worked = true
 				}
 			}
+		}
+		// Open output batches leave when the subtask has no more input at
+		// hand, or after lingerFor (Flink's buffer timeout).
+		if t.holding && (!worked || wall.UnixNano()-t.holdSince >= int64(lingerFor)) {
+			if !l.sendHeld(ctx, t) {
+				return
+			}
+			worked = true
 		}
 		// Publish the subtask's figures for snapshots (figuresDue); refresh
 		// is how soon it must look again for what is still pending.
@@ -649,6 +685,17 @@ func (l *Live) runTask(ctx context.Context, t *subtask) {
 			idleAt = 0
 		}
 	}
+}
+
+// sendHeld sends the output batches a subtask kept open (subtask.linger)
+// and stops counting them in transit. It returns false when the subtask
+// must stop.
+func (l *Live) sendHeld(ctx context.Context, t *subtask) bool {
+	t.flush()
+	ok := l.afterHandle(ctx, t, nil)
+	t.holding = false
+	l.inTransit.Add(-1)
+	return ok
 }
 
 // afterHandle moves a subtask's outputs on. It returns false when the

@@ -169,6 +169,20 @@ type subtask struct {
 	// emitted counts records emitted since the last flush, which adds them
 	// to recordsOut: one atomic add per batch, not per record.
 	emitted int64
+	// linger is set by the Live driver, to the driver's batch size, while
+	// the subtask handles an input element: its output batches stay open
+	// after the element (a batch leaves as soon as it holds linger
+	// records), as Flink's RecordWriter fills a
+	// network buffer across records until it is full or flushed. The
+	// driver flushes them when the subtask runs out of input, after at
+	// most lingerFor, and before any other element (a barrier or a
+	// watermark broadcast flushes first), so records never overtake what
+	// follows them. holding says the driver counts such open batches as in
+	// transit (since holdSince, wall-clock nanoseconds). The Stepper never
+	// sets linger: every step sends its outputs.
+	linger    int
+	holding   bool
+	holdSince int64
 	// inKeyGroups are the key groups of the records being processed, when
 	// they came over a hash edge (batch.kgs); nil otherwise.
 	inKeyGroups []int32
@@ -351,23 +365,53 @@ func (t *subtask) emit(r Record) {
 	for _, oe := range t.outs {
 		switch oe.part {
 		case Forward:
-			oe.add(0, r)
+			if b := oe.add(0, r); t.linger > 0 && len(b.recs) >= t.linger {
+				t.sendPending(oe, 0)
+			}
 		case Rebalance:
-			oe.add(oe.rr, r)
+			if b := oe.add(oe.rr, r); t.linger > 0 && len(b.recs) >= t.linger {
+				t.sendPending(oe, oe.rr)
+			}
 			oe.rr++
 			if oe.rr == len(oe.chans) {
 				oe.rr = 0
 			}
 		case Hash:
 			kg := rescale.KeyGroupForString(r.Key, oe.down.maxPar)
-			b := oe.add(rescale.OperatorIndexForKeyGroup(oe.down.maxPar, oe.down.parallelism, kg), r)
+			i := rescale.OperatorIndexForKeyGroup(oe.down.maxPar, oe.down.parallelism, kg)
+			b := oe.add(i, r)
 			b.kgs = append(b.kgs, int32(kg))
+			if t.linger > 0 && len(b.recs) >= t.linger {
+				t.sendPending(oe, i)
+			}
 		case Broadcast:
 			for i := range oe.chans {
-				oe.add(i, r)
+				if b := oe.add(i, r); t.linger > 0 && len(b.recs) >= t.linger {
+					t.sendPending(oe, i)
+				}
 			}
 		}
 	}
+}
+
+// sendPending moves output batch oe.pending[i] into the outbox (emit, when
+// it is full while the subtask lingers).
+func (t *subtask) sendPending(oe *outEdge, i int) {
+	b := oe.pending[i]
+	oe.pending[i] = nil
+	t.send(oe.chans[i], b)
+}
+
+// hasPending reports whether an output batch is open (not yet flushed).
+func (t *subtask) hasPending() bool {
+	for _, oe := range t.outs {
+		for _, b := range oe.pending {
+			if b != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // soleForward returns the subtask's output edge when it has exactly one
@@ -402,13 +446,17 @@ func (t *subtask) flush() {
 				continue
 			}
 			oe.pending[i] = nil
-			ch := oe.chans[i]
-			t.outbox = append(t.outbox, outItem{ch: ch, e: element{kind: elemRecords, batch: b}})
-			if t.verbose {
-				t.event(Event{Kind: EvRecordsSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: edgeRef(ch.edge),
-					Records: len(b.recs), Message: fmt.Sprintf("%s sent %d records to %s", t.name, len(b.recs), ch.to.name)})
-			}
+			t.send(oe.chans[i], b)
 		}
+	}
+}
+
+// send puts a batch of records for ch into the outbox.
+func (t *subtask) send(ch *channel, b *batch) {
+	t.outbox = append(t.outbox, outItem{ch: ch, e: element{kind: elemRecords, batch: b}})
+	if t.verbose {
+		t.event(Event{Kind: EvRecordsSent, Channel: ch.name, From: t.name, To: ch.to.name, Edge: edgeRef(ch.edge),
+			Records: len(b.recs), Message: fmt.Sprintf("%s sent %d records to %s", t.name, len(b.recs), ch.to.name)})
 	}
 }
 
@@ -447,6 +495,15 @@ func (t *subtask) handleElement(in int, e element) error {
 		e.batch.release()
 		if err != nil {
 			return err
+		}
+		if t.linger > 0 {
+			// Full batches left already (emit); the driver
+			// flushes the rest.
+			if t.emitted > 0 {
+				t.recordsOut.Add(t.emitted)
+				t.emitted = 0
+			}
+			return nil
 		}
 		t.flush()
 		return nil
