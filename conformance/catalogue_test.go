@@ -75,6 +75,7 @@ func catalogue() []*scenario {
 			slots:      4,
 			check:      checkRescaleDown,
 		},
+		defaultMaxParallelism(),
 		{
 			name:       "rescale-above-max-parallelism",
 			claim:      "A rescale above max parallelism is refused: the number of key groups is fixed when a job first runs (Flink's StateAssignmentOperation refuses the restore)",
@@ -364,6 +365,7 @@ func catalogue() []*scenario {
 		intermediateSavepoint(),
 		restoreNumbering(),
 		unalignedWhileRunning(),
+		savepointStaysAligned(),
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
 		abortedCheckpoint(),

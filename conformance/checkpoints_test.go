@@ -326,3 +326,89 @@ func checkUnalignedWhileRunning(j *judge, sl *slResult, fl *trace) {
 	j.true("StateLab completed the checkpoints by hand", slCompleted >= 2, sl.phases[0].history)
 	j.equal("completed checkpoints of the running job taken aligned", slAligned, aligned)
 }
+
+// savepointStaysAligned: with unaligned checkpoints on, a checkpoint, an
+// intermediate savepoint and a checkpoint, all by hand while every task runs
+// (the sources held at the end of their input). A savepoint is always taken
+// aligned (CheckpointOptions.forConfig gives a savepoint aligned options
+// whatever the job's configuration says), while the checkpoints before it are
+// unaligned, so unaligned checkpoints were really on. The interval is an hour,
+// as in unaligned-checkpoints-while-running (Flink takes its checkpoints by
+// hand aligned without one), so a periodic checkpoint may come among them:
+// ids are not compared, only how each kind was taken. Seen on Flink 2.3.0 and
+// not compared: the checkpoint by hand after the savepoint was reported
+// aligned (2 of 2 runs, nothing persisted), where StateLab's is unaligned; it
+// is logged on both sides (docs/conformance.md, "Claims not yet decided by
+// Flink").
+func savepointStaysAligned() *scenario {
+	return &scenario{
+		name: "savepoint-stays-aligned",
+		claim: "With unaligned checkpoints on, a savepoint is still taken aligned (CheckpointOptions.forConfig: savepoints " +
+			"are aligned whatever execution.checkpointing.unaligned says; StateLab: TestSavepointStaysAligned), while the " +
+			"checkpoints before it are unaligned",
+		spec:       wordCount(2, "exactly-once", map[string]any{"unaligned": true, "interval": "1h"}, nil),
+		partitions: map[string]int{"source": 2},
+		lines:      map[string][][]string{"source": {genLines(72, 30, 3), genLines(73, 10, 3)}},
+		phases:     []phase{{steps: []string{stepCheckpoint, stepSavepoint, stepCheckpoint}, cancel: true}},
+		slots:      4,
+		check:      checkSavepointStaysAligned,
+	}
+}
+
+// takenBy counts a history's completed savepoints, the checkpoints completed
+// before and after the first savepoint, and how many of each were unaligned.
+type takenBy struct {
+	Savepoints, SavepointsUnaligned int
+	Before, BeforeUnaligned         int
+	After, AfterUnaligned           int
+}
+
+func (t *takenBy) add(savepoint, unaligned, afterSavepoint bool) {
+	n, u := &t.Before, &t.BeforeUnaligned
+	switch {
+	case savepoint:
+		n, u = &t.Savepoints, &t.SavepointsUnaligned
+	case afterSavepoint:
+		n, u = &t.After, &t.AfterUnaligned
+	}
+	*n++
+	if unaligned {
+		*u++
+	}
+}
+
+func checkSavepointStaysAligned(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 1)
+	p := fl.Phases[0]
+	var f takenBy
+	seen := false
+	for _, h := range p.Checkpoints.History {
+		if h.Status == "COMPLETED" {
+			f.add(h.Savepoint, h.Unaligned, seen)
+			seen = seen || h.Savepoint
+		}
+	}
+	j.t.Logf("Flink: %+v", f)
+	j.true("Flink took the checkpoints and the savepoint by hand", stepErrors(&p) == "" && f.Savepoints == 1 && f.Before >= 1, p.Checkpoints.History)
+	j.true("Flink took its savepoint aligned", f.SavepointsUnaligned == 0, p.Checkpoints.History)
+	j.true("Flink took the checkpoints before the savepoint unaligned", f.Before >= 1 && f.BeforeUnaligned == f.Before, p.Checkpoints.History)
+	if sl == nil {
+		return
+	}
+	var s takenBy
+	seen = false
+	for _, h := range sl.phases[0].history {
+		if h.Status == engine.CheckpointCompleted {
+			s.add(h.Savepoint, h.Unaligned, seen)
+			seen = seen || h.Savepoint
+		}
+	}
+	j.t.Logf("StateLab: %+v", s)
+	j.equal("savepoints completed by hand", s.Savepoints, f.Savepoints)
+	j.equal("savepoints taken unaligned", s.SavepointsUnaligned, f.SavepointsUnaligned)
+	j.equal("checkpoints before the savepoint taken aligned", s.Before-s.BeforeUnaligned, f.Before-f.BeforeUnaligned)
+	if s.After-s.AfterUnaligned != f.After-f.AfterUnaligned {
+		j.t.Logf("not compared (see the scenario's comment): checkpoints after the savepoint taken aligned: StateLab %d of %d, Flink %d of %d",
+			s.After-s.AfterUnaligned, s.After, f.After-f.AfterUnaligned, f.After)
+	}
+}
