@@ -113,6 +113,7 @@ var byHandCourse = []learnerLesson{
 // through the visible controls only (issue 13: every step doable by a
 // person, each step ticking because of what the person did).
 func TestJourneyLessonsByHand(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserFor(t, 30*time.Minute, func(c *Config) { c.MaxSessions = 100 })
 	j := newJourney(b, "by-hand")
 	j.run(chromedp.EmulateViewport(1280, 800))

@@ -78,6 +78,7 @@ func TestJourneyCourseTimes(t *testing.T) {
 // the lessons that build only on 01 ready, and 03 waiting for 02; the page
 // fits a phone (390 px) and a laptop (1280 px), in English and Chinese.
 func TestBrowserCourseMap(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	c := course(t)
 	first := c.Lessons[0]

@@ -319,6 +319,7 @@ var learnerCourse = []learnerLesson{
 // TestJourneyLearner: a learner completes lessons 01, 04, 05, 06, 08 and 11
 // in English and lesson 01 in Chinese through the visible controls only.
 func TestJourneyLearner(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserFor(t, 40*time.Minute, nil)
 	j := newJourney(b, "learner")
 	j.run(chromedp.EmulateViewport(1280, 800))
@@ -350,6 +351,7 @@ var newLessonsCourse = []learnerLesson{
 // TestJourneyNewLessons: a learner completes lessons 13 and 14 through the
 // subtask boxes and the steps' "Start the job" buttons, never "do it for me".
 func TestJourneyNewLessons(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserFor(t, 30*time.Minute, func(c *Config) { c.MaxSessions = 100 })
 	j := newJourney(b, "new-lessons")
 	j.run(chromedp.EmulateViewport(1280, 800))
@@ -418,6 +420,7 @@ var clicksCourse = []learnerLesson{
 // visible controls only, never "do it for me" (issue 13: every step doable
 // by a person).
 func TestJourneyClicks(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowserFor(t, 30*time.Minute, func(c *Config) { c.MaxSessions = 100 })
 	j := newJourney(b, "clicks")
 	j.run(chromedp.EmulateViewport(1280, 800))

@@ -17,6 +17,7 @@ import (
 // an answer and commits it; the result stays hidden while they act; when
 // the step ticks the engine's answer shows beside theirs, with the why.
 func TestBrowserLessonPrediction(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	l, ok := course(t).Lesson("08-key-groups")
 	require.True(t, ok)
@@ -87,6 +88,7 @@ func TestBrowserLessonPrediction(t *testing.T) {
 // width; the learner answers 会 (yes, wrong: the sink is transactional),
 // does the step, and sees 不会 with the why — the step ticks all the same.
 func TestBrowserLessonPredictionYesNo(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	l, ok := course(t).Lesson("04-checkpoints-and-barriers")
 	require.True(t, ok)

@@ -76,6 +76,7 @@ func (b *browserEnv) click(sel string) {
 // session, the progress shows on the list, a deep link opens a lesson at
 // its step, and "replay this step" goes back.
 func TestBrowserLessonWalkthrough(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	l, ok := course(t).Lesson("04-checkpoints-and-barriers")
 	require.True(t, ok)
@@ -170,6 +171,7 @@ func TestBrowserLessonWalkthrough(t *testing.T) {
 }
 
 func TestBrowserLessonPagesLookRight(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	b := newBrowser(t)
 	for _, lang := range []string{"en", "zh"} {
 		b.run(chromedp.Navigate(b.url + "/lessons?lang=" + lang))

@@ -149,6 +149,7 @@ func TestLessonDoItForMeWalksEveryLesson(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays every lesson")
 	}
+	t.Parallel() // a server of its own; most of its time is the lessons' pace
 	ts := newTestServer(t, nil)
 	for _, l := range course(t).Lessons {
 		if l.Capstone != nil {

@@ -113,6 +113,12 @@ func writeTestSite(t *testing.T) (string, SiteReport) {
 }
 
 func TestSiteJourney(t *testing.T) {
+	// Its speeds (first snapshot, frames per second) fail the test only
+	// under SITE_BUDGETS=1, and then it runs alone; otherwise they are
+	// logged and the journey runs beside the other browser tests.
+	if os.Getenv("SITE_BUDGETS") != "1" {
+		t.Parallel()
+	}
 	b, rep := newSiteBrowser(t)
 	budget := siteBudget{WasmBytes: rep.WasmBytes, WasmGzipBytes: rep.WasmGzip}
 	assert.LessOrEqual(t, rep.WasmGzip, int64(8_000_000), "the compressed WebAssembly module is over its 8 MB budget")
@@ -314,6 +320,7 @@ func (h *prefixHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // link replays and a fork plays on in the page, and no address of the site
 // answers 404 (the journey's listener fails the test on any).
 func TestSitePathPrefix(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	if testing.Short() {
 		t.Skip("the site test builds the WebAssembly module; not with -short")
 	}

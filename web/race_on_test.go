@@ -1,0 +1,6 @@
+//go:build race
+
+package web
+
+// raceEnabled says the test binary was built with -race.
+const raceEnabled = true
