@@ -368,6 +368,7 @@ func catalogue() []*scenario {
 		savepointStaysAligned(),
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
+		atLeastOnceBarriersDoNotBlock(),
 		abortedCheckpoint(),
 		{
 			name: "jobmanager-storage-cap",
