@@ -23,6 +23,11 @@ import (
 // Flink's 100 ms buffer timeout, before tokenizer#0's records after its
 // barrier had left its output buffer); at 5 ms with a 300-line input,
 // checkpoint 1 completed only after the input was read and no crash came.
+// With 4 ms and the crash from the 300th record Flink still restored an
+// exact cut in 2 of 8 runs under -race (offsets 73/75 and 29/29; why is not
+// known yet);
+// then only "nothing before the offsets is missing" is compared and the run
+// says so.
 func atLeastOnceBarriersDoNotBlock() *scenario {
 	return &scenario{
 		name: "at-least-once-barriers-do-not-block",
@@ -80,7 +85,8 @@ func checkAtLeastOnceBarriers(j *judge, sl *slResult, fl *trace) {
 	flAhead := restored > 0 && len(offsets) == 2 && restoredAhead(flGot, flWant)
 	j.t.Logf("Flink: restored checkpoint %d at source offsets %v: count restored %d words, the input before the offsets has %d",
 		restored, offsets, total64(flGot), total64(flWant))
-	j.true("Flink's count restored every record before the restored offsets and some after them", flAhead,
+	flAll := restored > 0 && len(offsets) == 2 && restoredAhead(flGot, flWant) || fmt.Sprint(flGot) == fmt.Sprint(flWant)
+	j.true("Flink's count restored every record before the restored offsets", restored > 0 && flAll,
 		fmt.Sprintf("restored %d words, input before the offsets %d", total64(flGot), total64(flWant)))
 	if sl == nil {
 		return
@@ -102,5 +108,13 @@ func checkAtLeastOnceBarriers(j *judge, sl *slResult, fl *trace) {
 	slAhead := q.afterFaultRestored > 0 && len(slOffsets) == 2 && restoredAhead(slGot, slWant)
 	j.t.Logf("StateLab: restored checkpoint %d at source offsets %v: count restored %d words, the input before the offsets has %d",
 		q.afterFaultRestored, slOffsets, total64(slGot), total64(slWant))
+	if !flAhead {
+		// Flink's checkpoint was an exact cut this time (see the scenario's
+		// comment): only that nothing before the offsets is missing is compared
+		j.t.Logf("not compared: Flink's restored checkpoint held no record after its barrier this run; StateLab's held some: %v", slAhead)
+		j.true("StateLab's count restored every record before the restored offsets",
+			q.afterFaultRestored > 0 && (slAhead || fmt.Sprint(slGot) == fmt.Sprint(slWant)), q.afterFaultKeys["count"])
+		return
+	}
 	j.equal("count restored every record before the restored offsets and some after them", slAhead, flAhead)
 }
