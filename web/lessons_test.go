@@ -73,36 +73,43 @@ func (lc *lessonClient) command(name string, args any) msg {
 	}
 }
 
-// snapshot asks for a fresh snapshot and returns it.
+// snapshot asks for a fresh snapshot and returns it: the last snapshot
+// that came before the command's ack. The server sends its answer, then
+// the ack; a periodic snapshot broadcast before the command may arrive
+// first, and taking that one (as this did) returned a state older than the
+// commands already acked — a test stepping until it saw a restart stepped
+// past it (TestLessonRepeatedActionKeepsTheFirst failed once at load 20).
 func (lc *lessonClient) snapshot() engine.Snapshot {
 	lc.t.Helper()
 	lc.next++
 	id := fmt.Sprintf("c%d", lc.next)
 	require.NoError(lc.t, lc.c.WriteJSON(map[string]any{"type": "command", "id": id, "name": CmdSnapshot}))
+	var last []byte
 	for {
 		require.NoError(lc.t, lc.c.SetReadDeadline(time.Now().Add(30*time.Second)))
 		_, data, err := lc.c.ReadMessage()
 		require.NoError(lc.t, err)
 		var m msg
 		require.NoError(lc.t, json.Unmarshal(data, &m))
-		if m["type"] == "snapshot" {
-			var s engine.Snapshot
-			require.NoError(lc.t, json.Unmarshal(data, &s))
-			lc.c.SetReadDeadline(time.Now().Add(30 * time.Second))
-			for { // its ack follows
-				r := lc.read(30 * time.Second)
-				if r["id"] == id {
-					return s
-				}
-			}
-		}
-		if m["type"] == "lesson" {
+		switch m["type"] {
+		case "snapshot":
+			last = data
+		case "lesson":
 			lc.last = m
 			for _, step := range intsOf(m["completed"]) {
 				if !slices.Contains(lc.ticks, step) {
 					lc.ticks = append(lc.ticks, step)
 				}
 			}
+		case "ack", "error":
+			if m["id"] != id {
+				continue
+			}
+			require.Equal(lc.t, "ack", m["type"], "snapshot: %v", m)
+			require.NotNil(lc.t, last, "the snapshot comes before its ack")
+			var s engine.Snapshot
+			require.NoError(lc.t, json.Unmarshal(last, &s))
+			return s
 		}
 	}
 }
