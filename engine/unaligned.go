@@ -96,9 +96,12 @@ func (s *JobSpec) validateUnaligned() error {
 	if c.AlignedCheckpointTimeout > 0 && !c.Unaligned {
 		return specErr("checkpointing alignedCheckpointTimeout %v needs unaligned: true (execution.checkpointing.aligned-checkpoint-timeout only applies to unaligned checkpoints)", c.AlignedCheckpointTimeout.D())
 	}
-	if c.Unaligned && c.Mode == AtLeastOnce {
-		return specErr("unaligned checkpoints need mode exactly-once (Flink supports execution.checkpointing.unaligned only for CheckpointingMode.EXACTLY_ONCE); set mode: exactly-once or unaligned: false")
-	}
+	// Unaligned with at-least-once is not refused: Flink turns unaligned
+	// off and runs the job (StreamingJobGraphGenerator.configureCheckpointing
+	// logs "Unaligned checkpoints can only be used with checkpointing mode
+	// EXACTLY_ONCE" and calls enableUnalignedCheckpoints(false));
+	// unalignedOn does the same, and the checkpoints view says so
+	// (CheckpointsView.UnalignedIgnored).
 	return nil
 }
 

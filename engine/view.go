@@ -197,6 +197,10 @@ type CheckpointsView struct {
 	Interval time.Duration  `json:"interval"`
 	// Unaligned is execution.checkpointing.unaligned (unaligned.go).
 	Unaligned bool `json:"unaligned,omitempty"`
+	// UnalignedIgnored says the spec asks for unaligned checkpoints with
+	// mode at-least-once: as Flink does (StreamingJobGraphGenerator, a
+	// warning in its log), the setting is turned off and Unaligned is false.
+	UnalignedIgnored bool `json:"unalignedIgnored,omitempty"`
 	// AlignedCheckpointTimeout is
 	// execution.checkpointing.aligned-checkpoint-timeout when unaligned
 	// checkpoints are on: each checkpoint starts aligned and a subtask

@@ -63,7 +63,9 @@ export class CheckpointsView {
         h('span', { class: 'cp-mode' }, `${ato ? t('mode.exactly-once-alignedTimeout', { d: dur(ato) }) : t(`mode.${cv.mode}${cv.unaligned ? '-unaligned' : ''}`)} · ${cv.interval ? t('cp.every', { d: dur(cv.interval) }) : t('cp.manual')} · ${t(`storage.${cv.storage.kind}`)}`),
         // Where StateLab's aligned-checkpoint-timeout differs from Flink's
         // (docs/flink-fidelity.md): said wherever such a job's checkpoints show.
-        ...(ato ? [h('p', { class: 'cp-simplified simplified' }, t('explain.simplified.alignedTimeout', { d: dur(ato) }))] : []));
+        ...(ato ? [h('p', { class: 'cp-simplified simplified' }, t('explain.simplified.alignedTimeout', { d: dur(ato) }))] : []),
+        // Unaligned asked for with at-least-once: turned off, as Flink does.
+        ...(cv.unalignedIgnored ? [h('p', { class: 'cp-note' }, t('cp.unalignedIgnored'))] : []));
     }
     this.renderTimeline(cv);
     this.renderTable(cv);
