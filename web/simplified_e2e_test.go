@@ -315,3 +315,44 @@ func showFailoverStory(t *testing.T, b *browserEnv, lang string, width int64, pa
 	assert.Empty(t, eval[[]string](b, jsWiderThanScreen(`#explain`)), "%s at %d px: nothing wider than the screen", lang, width)
 	b.shot(fmt.Sprintf("%s-%s-%d", name, lang, width))
 }
+
+// A job that asks for unaligned checkpoints with mode at-least-once runs
+// with unaligned turned off, as Flink does (StreamingJobGraphGenerator; the
+// engine's TestUnalignedWithAtLeastOnceIsTurnedOff): the checkpoint panel
+// says so, in English at 1280 px and in Chinese at 390 px, and says
+// nothing of it for a job without the setting.
+func TestBrowserCheckpointPanelSaysUnalignedWasTurnedOff(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	s, _ := stepperFromTemplate(t, "wordcount", url.Values{"seed": {"3"}})
+	_, err := s.RunUntil(runningWithACheckpoint, 500000)
+	require.NoError(t, err)
+	snap := s.Snapshot()
+	plain := snap
+	snap.Checkpoints.Mode = engine.AtLeastOnce
+	snap.Checkpoints.UnalignedIgnored = true
+	b := newBrowser(t)
+	panel := func(lang string, width int64, sn engine.Snapshot) string {
+		b.run(chromedp.EmulateViewport(width, 900), chromedp.Navigate(b.url+"/sandbox?lang="+lang))
+		js := `(async () => { const i18n = await import('/static/js/i18n.js'); await i18n.loadCatalog('` + lang + `');
+		  document.body.innerHTML = '<main><section class="panel" id="checkpoints"></section></main>';
+		  const { Model } = await import('/static/js/model.js'); const { CheckpointsView } = await import('/static/js/views/checkpoints.js');
+		  const m = new Model(); const v = new CheckpointsView(document.getElementById('checkpoints'), m);
+		  m.applySnapshot(` + toJSON(t, sn) + `); v.dirty = true; v.render();
+		  return document.querySelector('#checkpoints .cp-summary').textContent; })()`
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+		require.NoError(t, err)
+		return got
+	}
+	for _, at := range []struct {
+		lang  string
+		width int64
+	}{{"en", 1280}, {"zh", 390}} {
+		cat := catalogue(t, at.lang)
+		got := panel(at.lang, at.width, snap)
+		assert.Contains(t, got, cat["cp.unalignedIgnored"], "%s: the panel says unaligned was turned off", at.lang)
+		assert.Contains(t, got, cat["mode.at-least-once"], "%s: and that the job checkpoints at least once", at.lang)
+		assert.Empty(t, eval[[]string](b, jsWiderThanScreen(`#checkpoints .cp-summary`)), "%s at %d px: nothing wider than the screen", at.lang, at.width)
+		b.shot(fmt.Sprintf("cp-unaligned-ignored-%s-%d", at.lang, at.width))
+		assert.NotContains(t, panel(at.lang, at.width, plain), cat["cp.unalignedIgnored"], "%s: not for a job without the setting", at.lang)
+	}
+}
