@@ -19,12 +19,10 @@ import (
 const browserParallel = 4
 
 // TestMain ends the browser the package's browser tests share
-// (e2e_test.go) after the last test, gives the package a longer default
-// timeout (lengthenDefaultTimeout) and sets -parallel (see
+// (e2e_test.go) after the last test, and sets -parallel (see
 // browserParallel).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	lengthenDefaultTimeout()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
 	if !set && !raceEnabled {
