@@ -331,8 +331,10 @@ func checkUnalignedWhileRunning(j *judge, sl *slResult, fl *trace) {
 // intermediate savepoint and a checkpoint, all by hand while every task runs
 // (the sources held at the end of their input). A savepoint is always taken
 // aligned (CheckpointOptions.forConfig gives a savepoint aligned options
-// whatever the job's configuration says), while the checkpoints before it are
-// unaligned, so unaligned checkpoints were really on. The interval is an hour,
+// whatever the job's configuration says), while a checkpoint before it is
+// unaligned, so unaligned checkpoints were really on (not every one: Flink
+// reported one of two before the savepoint aligned in a fresh clone's run,
+// when its barriers met nothing in flight; how many were aligned is logged). The interval is an hour,
 // as in unaligned-checkpoints-while-running (Flink takes its checkpoints by
 // hand aligned without one), so a periodic checkpoint may come among them:
 // ids are not compared, only how each kind was taken. Seen on Flink 2.3.0 and
@@ -345,7 +347,7 @@ func savepointStaysAligned() *scenario {
 		name: "savepoint-stays-aligned",
 		claim: "With unaligned checkpoints on, a savepoint is still taken aligned (CheckpointOptions.forConfig: savepoints " +
 			"are aligned whatever execution.checkpointing.unaligned says; StateLab: TestSavepointStaysAligned), while the " +
-			"checkpoints before it are unaligned",
+			"checkpoints before it are unaligned (at least one, as Flink reports them)",
 		spec:       wordCount(2, "exactly-once", map[string]any{"unaligned": true, "interval": "1h"}, nil),
 		partitions: map[string]int{"source": 2},
 		lines:      map[string][][]string{"source": {genLines(72, 30, 3), genLines(73, 10, 3)}},
@@ -391,7 +393,11 @@ func checkSavepointStaysAligned(j *judge, sl *slResult, fl *trace) {
 	j.t.Logf("Flink: %+v", f)
 	j.true("Flink took the checkpoints and the savepoint by hand", stepErrors(&p) == "" && f.Savepoints == 1 && f.Before >= 1, p.Checkpoints.History)
 	j.true("Flink took its savepoint aligned", f.SavepointsUnaligned == 0, p.Checkpoints.History)
-	j.true("Flink took the checkpoints before the savepoint unaligned", f.Before >= 1 && f.BeforeUnaligned == f.Before, p.Checkpoints.History)
+	// Flink reports a checkpoint unaligned when a subtask took it so; one
+	// whose barriers met no records in flight can be reported aligned
+	// (seen once in a fresh clone's run: 1 of the 2 before the savepoint),
+	// so the claim is that unaligned checkpoints were taken before it.
+	j.true("Flink took a checkpoint before the savepoint unaligned", f.BeforeUnaligned >= 1, p.Checkpoints.History)
 	if sl == nil {
 		return
 	}
@@ -406,7 +412,11 @@ func checkSavepointStaysAligned(j *judge, sl *slResult, fl *trace) {
 	j.t.Logf("StateLab: %+v", s)
 	j.equal("savepoints completed by hand", s.Savepoints, f.Savepoints)
 	j.equal("savepoints taken unaligned", s.SavepointsUnaligned, f.SavepointsUnaligned)
-	j.equal("checkpoints before the savepoint taken aligned", s.Before-s.BeforeUnaligned, f.Before-f.BeforeUnaligned)
+	j.equal("a checkpoint before the savepoint taken unaligned", s.BeforeUnaligned >= 1, f.BeforeUnaligned >= 1)
+	if s.Before-s.BeforeUnaligned != f.Before-f.BeforeUnaligned {
+		j.t.Logf("not compared (Flink reports a checkpoint with nothing in flight aligned): checkpoints before the savepoint taken aligned: StateLab %d of %d, Flink %d of %d",
+			s.Before-s.BeforeUnaligned, s.Before, f.Before-f.BeforeUnaligned, f.Before)
+	}
 	if s.After-s.AfterUnaligned != f.After-f.AfterUnaligned {
 		j.t.Logf("not compared (see the scenario's comment): checkpoints after the savepoint taken aligned: StateLab %d of %d, Flink %d of %d",
 			s.After-s.AfterUnaligned, s.After, f.After-f.AfterUnaligned, f.After)
