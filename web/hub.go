@@ -64,13 +64,13 @@ type hubMsg struct {
 	c     *client
 	s     *Session
 	frame []byte
-	// lean is set for an events frame (thin): the frame a lagging viewer
-	// gets instead, holding only the events the views narrate; nil when
-	// there are none, and then a lagging viewer gets nothing.
-	lean []byte
-	thin bool
-	code int
-	text string
+	// events are an events frame's events (thin): a lagging viewer gets
+	// the frame of only those the views narrate (leanFrame), built once
+	// per broadcast and only when some viewer lags.
+	events []Event
+	thin   bool
+	code   int
+	text   string
 }
 
 // hub is the one goroutine that owns every connection: it registers and
@@ -135,11 +135,16 @@ func (h *hub) handle(m hubMsg) {
 			h.remove(m.c, websocket.CloseNormalClosure, "")
 		}
 	case opBroadcast:
+		var lean []byte
+		built := false
 		for c := range h.sessions[m.s] {
 			frame := m.frame
 			if m.thin && h.lagging(c) {
 				h.thinned.Add(1)
-				if frame = m.lean; frame == nil {
+				if !built {
+					lean, built = leanFrame(m.frame, m.events), true
+				}
+				if frame = lean; frame == nil {
 					continue
 				}
 			}
@@ -236,10 +241,10 @@ func (h *hub) broadcast(s *Session, frame []byte) {
 	h.post(hubMsg{op: opBroadcast, s: s, frame: frame})
 }
 
-// broadcastEvents is broadcast for an events frame, with lean, the frame a
-// lagging viewer gets instead (nil: none).
-func (h *hub) broadcastEvents(s *Session, frame, lean []byte) {
-	h.post(hubMsg{op: opBroadcast, s: s, frame: frame, lean: lean, thin: true})
+// broadcastEvents is broadcast for an events frame and its events, of
+// which a lagging viewer gets only the narrated ones (hub.lagging).
+func (h *hub) broadcastEvents(s *Session, frame []byte, events []Event) {
+	h.post(hubMsg{op: opBroadcast, s: s, frame: frame, events: events, thin: true})
 }
 func (h *hub) unicast(c *client, frame []byte) { h.post(hubMsg{op: opUnicast, c: c, frame: frame}) }
 func (h *hub) closeSession(s *Session, code int, text string) {

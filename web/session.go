@@ -229,6 +229,24 @@ func narratedEvents(evs []Event) []Event {
 	return told
 }
 
+// leanFrame is the events frame a lagging viewer gets for full, whose
+// events are evs: only the narrated events, nil when there are none (the
+// frame is not sent), full itself when every event is narrated.
+func leanFrame(full []byte, evs []Event) []byte {
+	told := narratedEvents(evs)
+	switch {
+	case len(told) == 0:
+		return nil
+	case len(told) == len(evs):
+		return full
+	}
+	lean, err := json.Marshal(eventsMsg{Type: "events", Events: told})
+	if err != nil {
+		return full
+	}
+	return lean
+}
+
 // pump reads the engine's events and hands frames to the hub.
 func (s *Session) pump() {
 	defer close(s.done)
@@ -256,16 +274,7 @@ func (s *Session) pump() {
 			s.srv.log.Error("marshal events", "session", s.ID, "err", err)
 			return
 		}
-		// The lean variant, for a viewer that has fallen behind (hub.lagging).
-		lean := frame
-		if told := narratedEvents(evs); len(told) == 0 {
-			lean = nil
-		} else if len(told) < len(evs) {
-			if lean, err = json.Marshal(eventsMsg{Type: "events", Events: told}); err != nil {
-				lean = frame
-			}
-		}
-		s.srv.hub.broadcastEvents(s, frame, lean)
+		s.srv.hub.broadcastEvents(s, frame, evs)
 	}
 	snapshotFrame := func() []byte {
 		lastSnap = time.Now()
