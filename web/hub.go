@@ -44,9 +44,11 @@ type client struct {
 	forked *forkResult
 	heavy  *tokenBucket
 
-	// lagging is the hub's: the client has fallen behind (see hub.lagging)
-	// and gets the lean variant of events frames; kept to log the change.
+	// lagging and backlog are the hub's: the client has fallen behind
+	// (lagAt) and what it is sent waits in its backlog (backlog.go);
+	// lagging is kept to log the change.
 	lagging bool
+	backlog *backlog
 }
 
 type hubOp int
@@ -64,27 +66,32 @@ type hubMsg struct {
 	c     *client
 	s     *Session
 	frame []byte
-	// events are an events frame's events (thin): a lagging viewer gets
-	// the frame of only those the views narrate (leanFrame), built once
-	// per broadcast and only when some viewer lags.
+	// events are an events frame's events (thin): a lagging viewer's
+	// backlog keeps only those the views narrate (narratedEvents, found
+	// once per broadcast and only when some viewer lags).
 	events []Event
 	thin   bool
+	// latest marks a frame a newer one with the same key supersedes in a
+	// lagging viewer's backlog (a snapshot, the timeline).
+	latest string
 	code   int
 	text   string
 }
 
 // hub is the one goroutine that owns every connection: it registers and
-// unregisters them, fans frames out to a session's viewers, and drops a
-// viewer whose send buffer is full instead of waiting for it.
+// unregisters them, fans frames out to a session's viewers, holds back what
+// a lagging viewer cannot take yet (backlog.go), and drops a viewer that has
+// stopped reading instead of waiting for it.
 type hub struct {
 	in       chan hubMsg
 	done     chan struct{}
 	sessions map[*Session]map[*client]struct{}
 	clients  map[*client]*Session
+	behind   map[*client]struct{} // the clients with a backlog
 
 	// Figures for tests and the status line.
 	dropped   atomic.Int64 // slow clients dropped
-	thinned   atomic.Int64 // events frames sent lean or left out for a lagging client
+	thinned   atomic.Int64 // events frames a lagging client got thinned (data-plane events left out)
 	connected atomic.Int64 // clients connected now
 }
 
@@ -94,16 +101,27 @@ func newHub() *hub {
 		done:     make(chan struct{}),
 		sessions: map[*Session]map[*client]struct{}{},
 		clients:  map[*client]*Session{},
+		behind:   map[*client]struct{}{},
 	}
 }
+
+// drainEvery is how often the hub moves backlogs into send queues the
+// writers have emptied.
+const drainEvery = 10 * time.Millisecond
 
 // run serves the hub until stop is closed, then closes every connection.
 func (h *hub) run(stop <-chan struct{}) {
 	defer close(h.done)
+	drain := time.NewTicker(drainEvery)
+	defer drain.Stop()
 	for {
 		select {
 		case m := <-h.in:
 			h.handle(m)
+		case <-drain.C:
+			for c := range h.behind {
+				h.drain(c)
+			}
 		case <-stop:
 			for c := range h.clients {
 				h.remove(c, websocket.CloseGoingAway, "the server is shutting down")
@@ -135,24 +153,30 @@ func (h *hub) handle(m hubMsg) {
 			h.remove(m.c, websocket.CloseNormalClosure, "")
 		}
 	case opBroadcast:
-		var lean []byte
-		built := false
+		var told []Event
+		found := false
 		for c := range h.sessions[m.s] {
-			frame := m.frame
-			if m.thin && h.lagging(c) {
-				h.thinned.Add(1)
-				if !built {
-					lean, built = leanFrame(m.frame, m.events), true
-				}
-				if frame = lean; frame == nil {
-					continue
-				}
+			if !m.thin {
+				h.offer(c, held{frame: m.frame, latest: m.latest})
+				continue
 			}
-			h.deliver(c, frame)
+			if c.backlog == nil && len(c.send) < lagAt(c) {
+				h.deliver(c, m.frame)
+				continue
+			}
+			h.thinned.Add(1)
+			if !found {
+				told, found = narratedEvents(m.events), true
+			}
+			if len(told) > 0 {
+				h.hold(c, held{events: told})
+			} else {
+				h.setLagging(c, true)
+			}
 		}
 	case opUnicast:
 		if _, ok := h.clients[m.c]; ok {
-			h.deliver(m.c, m.frame)
+			h.offer(m.c, held{frame: m.frame, latest: m.latest})
 		}
 	case opCloseSession:
 		for c := range h.sessions[m.s] {
@@ -162,28 +186,62 @@ func (h *hub) handle(m hubMsg) {
 	}
 }
 
-// lagging says whether c has fallen behind: a quarter of its send buffer
-// waits (64 of 256 frames, about 3 s of a running session's stream). A
-// lagging viewer gets only the events its views narrate — statuses,
-// failures, checkpoints, restores, rescales, commands — and every snapshot
-// and lesson message, not the data-plane events that animate records and
-// barriers on the graph (the snapshots carry their counts), until it has
-// caught up. A browser busy for a few seconds on a loaded machine so keeps
-// its connection, its story and the clicks it sends; one that stops
-// reading altogether still fills the buffer and is closed as too slow.
-func (h *hub) lagging(c *client) bool {
-	lag := len(c.send) >= cap(c.send)/4
-	if lag != c.lagging {
-		c.lagging = lag
-		if s := h.clients[c]; s != nil && s.srv != nil {
-			if lag {
-				s.srv.log.Info("viewer lagging: data-plane events left out", "session", s.ID, "queued", len(c.send))
-			} else {
-				s.srv.log.Info("viewer caught up", "session", s.ID)
-			}
+// offer sends c the frame of it, or holds it in c's backlog while c is
+// behind: a viewer whose page is busy for a while (a loaded machine) keeps
+// its connection, its story and the clicks it sends (backlog.go).
+func (h *hub) offer(c *client, it held) {
+	if c.backlog == nil && len(c.send) < lagAt(c) {
+		h.deliver(c, it.frame)
+		return
+	}
+	h.hold(c, it)
+}
+
+// hold adds it to c's backlog, and drops c when the backlog has passed its
+// bounds: c has stopped reading.
+func (h *hub) hold(c *client, it held) {
+	h.setLagging(c, true)
+	b := c.backlog
+	if b == nil {
+		b = &backlog{since: time.Now()}
+		c.backlog = b
+		h.behind[c] = struct{}{}
+	}
+	b.add(it)
+	if b.over(cap(c.send)) {
+		h.drop(c)
+	}
+}
+
+// drain moves c's backlog into its send queue while the queue is below
+// lagAt; an emptied backlog means c has caught up.
+func (h *hub) drain(c *client) {
+	b := c.backlog
+	for b != nil && len(b.items) > 0 && len(c.send) < lagAt(c) {
+		if frame := b.take(); frame != nil {
+			c.send <- frame // room: only the hub sends, and len < cap
 		}
 	}
-	return lag
+	if b == nil || len(b.items) == 0 {
+		c.backlog = nil
+		delete(h.behind, c)
+		h.setLagging(c, false)
+	}
+}
+
+// setLagging records whether c is behind, and logs the change.
+func (h *hub) setLagging(c *client, lag bool) {
+	if lag == c.lagging {
+		return
+	}
+	c.lagging = lag
+	if s := h.clients[c]; s != nil && s.srv != nil {
+		if lag {
+			s.srv.log.Info("viewer lagging: frames held back, data-plane events left out", "session", s.ID, "queued", len(c.send))
+		} else {
+			s.srv.log.Info("viewer caught up", "session", s.ID)
+		}
+	}
 }
 
 // deliver queues frame for c, or drops c if its buffer is full: one slow
@@ -192,15 +250,25 @@ func (h *hub) deliver(c *client, frame []byte) {
 	select {
 	case c.send <- frame:
 	default:
-		h.dropped.Add(1)
-		if s := h.clients[c]; s != nil && s.srv != nil {
-			s.srv.log.Info("viewer dropped: too slow", "session", s.ID, "queued", len(c.send))
-		}
-		if c.dropped != nil {
-			close(c.dropped)
-		}
-		h.remove(c, websocket.ClosePolicyViolation, "too slow: the connection fell behind the event stream; reconnect to get a fresh snapshot")
+		h.drop(c)
 	}
+}
+
+// drop closes c as too slow: its writer skips what is queued and sends the
+// close frame (1008) next.
+func (h *hub) drop(c *client) {
+	h.dropped.Add(1)
+	if s := h.clients[c]; s != nil && s.srv != nil {
+		held := 0
+		if c.backlog != nil {
+			held = len(c.backlog.items)
+		}
+		s.srv.log.Info("viewer dropped: too slow", "session", s.ID, "queued", len(c.send), "held", held)
+	}
+	if c.dropped != nil {
+		close(c.dropped)
+	}
+	h.remove(c, websocket.ClosePolicyViolation, "too slow: the connection fell behind the event stream; reconnect to get a fresh snapshot")
 }
 
 func (h *hub) remove(c *client, code int, text string) {
@@ -209,6 +277,8 @@ func (h *hub) remove(c *client, code int, text string) {
 		return
 	}
 	delete(h.clients, c)
+	delete(h.behind, c)
+	c.backlog = nil
 	if set := h.sessions[s]; set != nil {
 		delete(set, c)
 		s.viewers.Store(int64(len(set)))
@@ -241,12 +311,22 @@ func (h *hub) broadcast(s *Session, frame []byte) {
 	h.post(hubMsg{op: opBroadcast, s: s, frame: frame})
 }
 
+// broadcastLatest is broadcast for a frame a newer one with the same key
+// supersedes (latestSnapshot, latestTimeline): a lagging viewer gets only
+// the newest.
+func (h *hub) broadcastLatest(s *Session, key string, frame []byte) {
+	h.post(hubMsg{op: opBroadcast, s: s, frame: frame, latest: key})
+}
+
 // broadcastEvents is broadcast for an events frame and its events, of
-// which a lagging viewer gets only the narrated ones (hub.lagging).
+// which a lagging viewer's backlog keeps only the narrated ones.
 func (h *hub) broadcastEvents(s *Session, frame []byte, events []Event) {
 	h.post(hubMsg{op: opBroadcast, s: s, frame: frame, events: events, thin: true})
 }
 func (h *hub) unicast(c *client, frame []byte) { h.post(hubMsg{op: opUnicast, c: c, frame: frame}) }
+func (h *hub) unicastLatest(c *client, key string, frame []byte) {
+	h.post(hubMsg{op: opUnicast, c: c, frame: frame, latest: key})
+}
 func (h *hub) closeSession(s *Session, code int, text string) {
 	h.post(hubMsg{op: opCloseSession, s: s, code: code, text: text})
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -139,4 +140,135 @@ func TestLaggingViewerKeepsTheStory(t *testing.T) {
 	assert.Equal(t, told, next, "every failure reached the viewer")
 	assert.Positive(t, st.ThinnedFrames, "the viewer fell behind and went without data-plane events")
 	assert.Zero(t, st.DroppedClients, "the viewer that reads is not closed as too slow")
+}
+
+// TestStalledViewerGetsTheStoryAfterwards: a page that stops reading for a
+// while (a browser busy through a failover on a loaded machine) is not
+// closed when it has fallen a full send buffer behind: what it is sent
+// waits in its backlog, and when it reads again it gets every event the
+// story is told from, each once and in order, the frames that are not
+// superseded (acks) all, and of the snapshots only the newest of those
+// that came while it stalled. Before the backlog, a viewer 256 frames
+// behind was closed as too slow (a lesson 14 page 12 s after a crash at
+// load 31); here the send buffer is 16 frames and the stall several
+// hundred, so the test fails without it (DroppedClients 1).
+func TestStalledViewerGetsTheStoryAfterwards(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) {
+		c.SendBuffer = 16
+		c.FrameInterval = 2 * time.Millisecond
+		c.SnapshotInterval = 5 * time.Millisecond
+	})
+	// A small receive buffer, so the kernel holds few frames for the
+	// stalled page.
+	d := websocket.Dialer{ReadBufferSize: 1024, WriteBufferSize: 1024, NetDial: func(network, addr string) (net.Conn, error) {
+		c, err := net.Dial(network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(16 << 10)
+		}
+		return c, err
+	}}
+	c, resp, err := d.Dial(ts.wsURL("template=wordcount"), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer c.Close()
+	readUntil(t, c, "snapshot", "")
+	eng := ts.f.engine(0)
+	eventually(t, 30*time.Second, func() bool { return eng.subscribers() == 1 }, "the viewer subscribed")
+
+	// The page stalls: it sends a command and reads nothing while the
+	// engine tells 200 numbered status changes (each followed by a
+	// snapshot) among 32 KiB data-plane events (160 KiB a status: the
+	// kernel's socket buffers hold a few MiB).
+	require.NoError(t, c.WriteJSON(map[string]any{"type": "command", "id": "p1", "name": CmdPause}))
+	const told = 200
+	big := strings.Repeat("x", 32<<10)
+	for i := 0; i < told; i++ {
+		eng.publish(engine.Event{Kind: engine.EvJobStatus, Status: "RUNNING", Message: fmt.Sprintf("status %d", i)})
+		for j := 0; j < 5; j++ { // barriers are not coalesced, records would be
+			eng.publish(engine.Event{Kind: engine.EvBarrierSent, Channel: big, Checkpoint: int64(i)})
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	eventually(t, time.Minute, func() bool { return ts.srv.Stats().ThinnedFrames > 0 }, "the stalled viewer fell behind")
+	require.Zero(t, ts.srv.Stats().DroppedClients, "the stalled viewer is not closed")
+
+	// It reads again.
+	acked, next, snapshots := false, 0, 0
+	deadline := time.Now().Add(2 * time.Minute)
+	for (!acked || next < told) && time.Now().Before(deadline) {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+		var m msg
+		require.NoError(t, c.ReadJSON(&m), "the stalled viewer keeps its connection")
+		switch m["type"] {
+		case "ack":
+			acked = acked || m["id"] == "p1"
+		case "snapshot":
+			snapshots++
+		case "events":
+			for _, e := range m["events"].([]any) {
+				ev := e.(map[string]any)
+				if ev["kind"] == string(engine.EvJobStatus) {
+					require.Equal(t, fmt.Sprintf("status %d", next), ev["message"], "the story's events arrive, each once, in order")
+					next++
+				}
+			}
+		}
+	}
+	st := ts.srv.Stats()
+	t.Logf("after the stall: %d snapshots read, %d events frames thinned", snapshots, st.ThinnedFrames)
+	assert.True(t, acked, "the command sent before the stall is answered")
+	assert.Equal(t, told, next, "every status change reached the viewer")
+	assert.Less(t, snapshots, told/2, "superseded snapshots were left out")
+	assert.Zero(t, st.DroppedClients, "the stalled viewer is not closed as too slow")
+}
+
+// TestBacklogKeepsOrderAndOnlyTheNewest: the backlog merges consecutive
+// events frames, keeps a superseding frame (snapshot, timeline) only in
+// its newest place, merging the events around a dropped one, and keeps
+// every other frame in order.
+func TestBacklogKeepsOrderAndOnlyTheNewest(t *testing.T) {
+	ev := func(msgs ...string) []Event {
+		var out []Event
+		for _, m := range msgs {
+			out = append(out, Event{Kind: engine.EvJobStatus, Message: m})
+		}
+		return out
+	}
+	shared := ev("e2")
+	var b backlog
+	b.add(held{events: ev("e1")})
+	b.add(held{frame: []byte(`{"type":"snapshot","n":1}`), latest: latestSnapshot})
+	b.add(held{events: shared})
+	b.add(held{frame: []byte(`{"type":"timeline","n":1}`), latest: latestTimeline})
+	b.add(held{events: ev("e3")})
+	b.add(held{frame: []byte(`{"type":"snapshot","n":2}`), latest: latestSnapshot})
+	b.add(held{frame: []byte(`{"type":"lesson","n":1}`)})
+	b.add(held{events: ev("e4")})
+	b.add(held{events: ev("e5")})
+	b.add(held{frame: []byte(`{"type":"lesson","n":2}`)})
+	b.add(held{frame: []byte(`{"type":"timeline","n":2}`), latest: latestTimeline})
+	assert.Equal(t, 5, b.events)
+	assert.Equal(t, 4, b.frames)
+
+	var got []string
+	for len(b.items) > 0 {
+		var m msg
+		require.NoError(t, json.Unmarshal(b.take(), &m))
+		switch m["type"] {
+		case "events":
+			var ms []string
+			for _, e := range m["events"].([]any) {
+				ms = append(ms, e.(map[string]any)["message"].(string))
+			}
+			got = append(got, "events "+strings.Join(ms, ","))
+		default:
+			got = append(got, fmt.Sprintf("%s %v", m["type"], m["n"]))
+		}
+	}
+	assert.Equal(t, []string{"events e1,e2,e3", "snapshot 2", "lesson 1", "events e4,e5", "lesson 2", "timeline 2"}, got)
+	assert.Zero(t, b.events)
+	assert.Zero(t, b.frames)
+	assert.Zero(t, b.bytes)
+	assert.Equal(t, "e2", shared[0].Message, "events shared with other viewers' backlogs are not written over")
+	assert.Len(t, shared, 1)
 }

@@ -70,8 +70,8 @@ func journeySpeed(def int) int {
 // fell 64 frames behind as too slow, so a click sent as it closed was lost
 // (three clicks on count#0, no crash). A lagging page now goes without the
 // data plane's events, never the story's, and keeps its connection
-// (TestLaggingViewerKeepsTheStory); only a page that stops reading fills its
-// 256 frames and is closed.
+// (TestLaggingViewerKeepsTheStory, TestStalledViewerGetsTheStoryAfterwards);
+// only a page that stops reading fills its backlog and is closed.
 func TestJourneyLesson18(t *testing.T) {
 	t.Parallel()
 	lesson18(t, false)

@@ -60,8 +60,11 @@ type Config struct {
 	// ReadLimit is the largest client message in bytes (default 64 KiB); a
 	// larger one closes the connection with status 1009.
 	ReadLimit int64
-	// SendBuffer is how many frames may wait for one slow client before it
-	// is dropped (default 256, about twelve seconds of frames).
+	// SendBuffer is the frames one client's queue holds (default 256). From
+	// a quarter of it queued the client counts as behind and what it is sent
+	// waits in its backlog, thinned and merged (backlog.go); a backlog past
+	// 16 narrated events, one frame or 64 KiB per slot means the client has
+	// stopped reading, and it is dropped.
 	SendBuffer int
 	// FrameInterval is the least time between two event frames (default
 	// 50ms: at most 20 frames per second).
@@ -121,11 +124,13 @@ func (c *Config) setDefaults() error {
 	def(&c.MaxForks, defaultMaxForks)
 	def(&c.MaxImages, 64)
 	defD(&c.ForkIdleTimeout, defaultForkIdle)
-	// 256 frames are about 12 s of a running session's stream: a browser
-	// busy for a few seconds on a loaded machine (or a phone on a weak
-	// network) catches up instead of being closed, reconnecting and
-	// missing the events its story is told from (64, about 3 s, closed a
-	// page at the moment of a crash at load 10).
+	// From 64 of 256 frames queued (about 3 s of a running session's
+	// stream) a viewer's frames wait in its backlog (backlog.go): a browser
+	// busy on a loaded machine (or a phone on a weak network) catches up
+	// instead of being closed, reconnecting and missing the events its
+	// story is told from (a 64-frame buffer closed a page at the moment of
+	// a crash at load 10; a 256-frame one a page 12 s after a crash at
+	// load 31).
 	def(&c.SendBuffer, 256)
 	def(&c.EventBuffer, 8192)
 	defD(&c.IdleTimeout, 10*time.Minute)
@@ -282,7 +287,8 @@ type Stats struct {
 	Clients        int
 	DroppedClients int64
 	// ThinnedFrames counts events frames a lagging viewer got lean (only
-	// the events the views narrate) or went without (hub.lagging).
+	// the events the views narrate, held in its backlog) or went without
+	// (backlog.go).
 	ThinnedFrames int64
 }
 

@@ -195,7 +195,7 @@ var structural = map[string]bool{
 }
 
 // dataPlane are the event kinds a lagging viewer goes without
-// (hub.lagging): records, reads, writes, watermarks and barriers moving
+// (backlog.go): records, reads, writes, watermarks and barriers moving
 // through the job. The views animate them and the log lists them; the
 // snapshots that follow carry their counts and positions. Every other
 // kind — statuses, failures, checkpoints and their acknowledgements,
@@ -227,24 +227,6 @@ func narratedEvents(evs []Event) []Event {
 		}
 	}
 	return told
-}
-
-// leanFrame is the events frame a lagging viewer gets for full, whose
-// events are evs: only the narrated events, nil when there are none (the
-// frame is not sent), full itself when every event is narrated.
-func leanFrame(full []byte, evs []Event) []byte {
-	told := narratedEvents(evs)
-	switch {
-	case len(told) == 0:
-		return nil
-	case len(told) == len(evs):
-		return full
-	}
-	lean, err := json.Marshal(eventsMsg{Type: "events", Events: told})
-	if err != nil {
-		return full
-	}
-	return lean
 }
 
 // pump reads the engine's events and hands frames to the hub.
@@ -311,13 +293,13 @@ func (s *Session) pump() {
 			// engine's caches (a joiner gets a fresh one anyway).
 			if (needSnap || (activity && time.Since(lastSnap) >= snapEvery)) && s.Viewers() > 0 {
 				if f := snapshotFrame(); f != nil {
-					s.srv.hub.broadcast(s, f)
+					s.srv.hub.broadcastLatest(s, latestSnapshot, f)
 				}
 			}
 		case <-s.resync:
 			flush()
 			if f := snapshotFrame(); f != nil {
-				s.srv.hub.broadcast(s, f)
+				s.srv.hub.broadcastLatest(s, latestSnapshot, f)
 			}
 		case c := <-s.joins:
 			// Flush first: everything the snapshot reflects must reach
@@ -354,7 +336,7 @@ func (s *Session) pump() {
 			sub = r.eng.Subscribe(cfg.EventBuffer)
 			subChan, dropped = sub.Events(), 0
 			if f := snapshotFrame(); f != nil {
-				s.srv.hub.broadcast(s, f)
+				s.srv.hub.broadcastLatest(s, latestSnapshot, f)
 			}
 			close(r.done)
 		}
@@ -418,7 +400,7 @@ func (s *Session) execute(c *client, cmd *Command) *protoError {
 		if e != nil {
 			return perr(CodeInternal, "cannot build the snapshot: %v", e)
 		}
-		s.srv.hub.unicast(c, frame)
+		s.srv.hub.unicastLatest(c, latestSnapshot, frame)
 		return nil
 	case CmdPause:
 		err = eng.Pause()

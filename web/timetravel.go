@@ -228,7 +228,7 @@ func (s *Session) timelineFrameLocked() []byte {
 // sendTimelineTo gives a new viewer the timeline (the pump calls it right
 // after registering the viewer, so it follows the first snapshot).
 func (s *Session) sendTimelineTo(c *client) {
-	s.srv.hub.unicast(c, s.timelineFrame())
+	s.srv.hub.unicastLatest(c, latestTimeline, s.timelineFrame())
 }
 
 // maybeBroadcastTimeline sends the timeline to every viewer when markers
@@ -242,10 +242,12 @@ func (s *Session) maybeBroadcastTimeline() {
 	}
 	f := s.timelineFrameLocked()
 	x.mu.Unlock()
-	s.srv.hub.broadcast(s, f)
+	s.srv.hub.broadcastLatest(s, latestTimeline, f)
 }
 
-func (s *Session) broadcastTimeline() { s.srv.hub.broadcast(s, s.timelineFrame()) }
+func (s *Session) broadcastTimeline() {
+	s.srv.hub.broadcastLatest(s, latestTimeline, s.timelineFrame())
+}
 
 // replayableLocked says whether the run's past can be shown (x.mu held).
 func (s *Session) replayableLocked() (bool, string) {
