@@ -29,11 +29,13 @@ func capstoneLesson(t *testing.T) *lessons.Lesson {
 // TaskManager's Crash button — on a page that offers no "do it for me".
 // First, on a paused run, the first hint of step 1 is locked and says when
 // it unlocks, and unlocks after the lesson's interval while the second
-// stays locked.
+// stays locked. The server's course has the capstone's hints 10 s apart
+// (the least a lesson may give) instead of its 60 s: the same page and
+// timer, 50 s less waiting.
 func TestJourneyCapstone(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
-	l := capstoneLesson(t)
-	b := newBrowserFor(t, 20*time.Minute, nil)
+	cat, l := quickHints(t, 10)
+	b := newBrowserFor(t, 20*time.Minute, func(c *Config) { c.Lessons = cat })
 	j := newJourney(b, "capstone")
 	j.run(chromedp.EmulateViewport(1280, 800))
 
@@ -67,6 +69,27 @@ func TestJourneyCapstone(t *testing.T) {
 	// The goal the engine judged: exact counts, nothing twice, nothing lost.
 	sink := eval[map[string]any](j.browserEnv, fmt.Sprintf(`(s => ({ exactly: s.sinks[0].comparison?.exactlyOnce ?? null, committed: s.sinks[0].committed }))(%s)`, jsSnap))
 	t.Logf("sink at the end: %v", sink)
+}
+
+// quickHints returns a copy of the course whose capstone unlocks its hints
+// every seconds apart, and that capstone; the shared course is untouched.
+func quickHints(t *testing.T, every int) (*lessons.Catalog, *lessons.Lesson) {
+	t.Helper()
+	orig := capstoneLesson(t)
+	require.Greater(t, orig.Capstone.HintEvery, every, "the capstone's own interval is longer")
+	cat := *course(t)
+	cat.Lessons = append([]*lessons.Lesson(nil), cat.Lessons...)
+	for i, l := range cat.Lessons {
+		if l == orig {
+			quick, cp := *l, *l.Capstone
+			cp.HintEvery = every
+			quick.Capstone = &cp
+			cat.Lessons[i] = &quick
+			return &cat, &quick
+		}
+	}
+	t.Fatal("the capstone is not in the course")
+	return nil, nil
 }
 
 // rescaleUntil types p into the operator's parallelism field until the
