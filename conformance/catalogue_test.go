@@ -369,6 +369,7 @@ func catalogue() []*scenario {
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
 		atLeastOnceBarriersDoNotBlock(),
+		unalignedNeedsExactlyOnce(),
 		abortedCheckpoint(),
 		{
 			name: "jobmanager-storage-cap",
