@@ -24,6 +24,16 @@ export class InspectorView {
     this.lastFetch = 0;
     this.fetching = false;
     this.optionsKey = '';
+    // The rows on screen: only those flash when their value changes (a
+    // row scrolled away, or a panel below the fold, would animate unseen).
+    this.onScreen = new Set();
+    this.watch = typeof IntersectionObserver === 'function'
+      ? new IntersectionObserver((entries) => {
+        for (const e of entries) {
+          if (e.isIntersecting) this.onScreen.add(e.target); else this.onScreen.delete(e.target);
+        }
+      })
+      : null;
     select.addEventListener('change', () => this.show(select.value));
   }
 
@@ -100,9 +110,15 @@ export class InspectorView {
     const r = this.rows.get(`${u.state}|${u.key}|${u.window || ''}`);
     if (r) {
       text(r.value, String(u.value));
-      // Web Animations restart without forcing a layout per row.
+      if (r.flash.parentNode !== r.value) r.value.append(r.flash);
+      // The row flashes by fading a highlight behind it (.flash): an
+      // opacity animation runs on the compositor, where one of the row's
+      // background redrew and restyled the page every frame (half the main
+      // thread of a live word count's page). Web Animations restart without
+      // forcing a layout per row.
       r.anim?.cancel();
-      r.anim = r.tr.animate([{ backgroundColor: '#fff3bf' }, { backgroundColor: 'transparent' }], { duration: 800, easing: 'ease-out' });
+      if (this.watch && !this.onScreen.has(r.tr)) return;
+      r.anim = r.flash.animate([{ opacity: 1 }, { opacity: 0 }], { duration: 800, easing: 'ease-out' });
     } else if (this.data && !this.data.truncated) {
       // A new key: refetch soon rather than guess its place.
       if (performance.now() - this.lastFetch > 1000) this.fetch();
@@ -201,6 +217,8 @@ export class InspectorView {
     const list = f ? d.keyed.filter((e) => e.key.toLowerCase().includes(f)) : d.keyed;
     clear(tbody);
     this.rows.clear();
+    this.watch?.disconnect();
+    this.onScreen.clear();
     const owner = this.model.tasks.get(this.task)?.st.index ?? -1;
     for (const e of list.slice(0, this.shown)) {
       const value = h('td', { class: 'num' }, e.userKey ? `${e.userKey} → ${e.value}` : e.value);
@@ -212,7 +230,9 @@ export class InspectorView {
       chip.style.background = ownerColor(owner);
       const tr = h('tr', {}, h('td', {}, h('code', {}, e.key)), h('td', {}, chip, String(e.keyGroup)), h('td', {}, e.state), value);
       tbody.append(tr);
-      this.rows.set(`${e.state}|${e.key}|${e.userKey || ''}`, { tr, value });
+      const flash = h('span', { class: 'flash', 'aria-hidden': 'true' });
+      this.watch?.observe(tr);
+      this.rows.set(`${e.state}|${e.key}|${e.userKey || ''}`, { tr, value, flash });
     }
     more.hidden = list.length <= this.shown;
   }
