@@ -165,7 +165,10 @@ type flinkScenario struct {
 	SlotsPerTaskManager int               `json:"slotsPerTaskManager,omitempty"`
 	FlinkConfig         map[string]string `json:"flinkConfig,omitempty"`
 	ClusterConfig       map[string]string `json:"clusterConfig,omitempty"`
-	Phases              []flinkPhase      `json:"phases"`
+	// KeysOnly: count and sum report the keys they hold without reading
+	// their values (scenario.flinkKeysOnly)
+	KeysOnly bool         `json:"keysOnly,omitempty"`
+	Phases   []flinkPhase `json:"phases"`
 }
 
 type flinkPhase struct {
@@ -325,16 +328,21 @@ type vertexTrace struct {
 }
 
 type operatorEvent struct {
-	Event          string                    `json:"event"` // open | close
-	Task           string                    `json:"task"`
-	Operator       string                    `json:"operator"`
-	Subtask        int                       `json:"subtask"`
-	Attempt        int                       `json:"attempt"`
-	KeyGroups      *struct{ Start, End int } `json:"keyGroups"`
-	RestoredKeys   map[string]int64          `json:"restoredKeys"`
-	StateBackend   string                    `json:"stateBackend"`
-	Keys           map[string]int64          `json:"keys"`
-	RestoredSplits []struct {
+	Event        string                    `json:"event"` // open | close
+	Task         string                    `json:"task"`
+	Operator     string                    `json:"operator"`
+	Subtask      int                       `json:"subtask"`
+	Attempt      int                       `json:"attempt"`
+	KeyGroups    *struct{ Start, End int } `json:"keyGroups"`
+	RestoredKeys map[string]int64          `json:"restoredKeys"`
+	StateBackend string                    `json:"stateBackend"`
+	Keys         map[string]int64          `json:"keys"`
+	// RestoredKeyNames and KeyNames (count, sum): the keys held at open and
+	// at close (KeyedStateBackend.getKeys), expired TTL values too, read
+	// without reading a value
+	RestoredKeyNames []string `json:"restoredKeyNames"`
+	KeyNames         []string `json:"keyNames"`
+	RestoredSplits   []struct {
 		Partition int   `json:"partition"`
 		Offset    int64 `json:"offset"`
 	} `json:"restoredSplits"`

@@ -35,6 +35,12 @@ type scenario struct {
 	flinkCluster map[string]string
 	// statelabOnlyFlink: StateLab cannot run this scenario yet (why)
 	flinkOnly string
+	// flinkKeysOnly: flinkref's count and sum name the keys they hold when
+	// they open and close without reading their values (a read of an
+	// expired TTL value clears it, Flink's AbstractTtlDecorator, and would
+	// change what the next savepoint holds); StateLab's inspector reads
+	// without clearing (slPhase.restoredHeld)
+	flinkKeysOnly bool
 	// continuous: the input goes on across the phases with timestamps that
 	// go on (line i has timestamp i, whatever its phase). Flink holds its
 	// sources at each phase's end (limits) and stops with a savepoint there;
@@ -230,7 +236,7 @@ func (sc *scenario) flink(dir string) flinkScenario {
 	if err := os.WriteFile(input, b, 0o644); err != nil {
 		panic(err)
 	}
-	fs := flinkScenario{Name: sc.name, Job: sc.specWithSources(false), Input: input, TaskManagers: sc.taskManagers, SlotsPerTaskManager: sc.slots, ClusterConfig: sc.flinkCluster}
+	fs := flinkScenario{Name: sc.name, Job: sc.specWithSources(false), Input: input, TaskManagers: sc.taskManagers, SlotsPerTaskManager: sc.slots, ClusterConfig: sc.flinkCluster, KeysOnly: sc.flinkKeysOnly}
 	par := map[string]int{}
 	for i, ph := range sc.phases {
 		for op, p := range ph.rescale {

@@ -30,6 +30,9 @@ type slPhase struct {
 	// the phase's restore (before new records); finalKeys at its end
 	restoredKeys map[string]map[int]map[string]int64
 	finalKeys    map[string]map[int]map[string]int64
+	// restoredHeld: the keys each keyed subtask holds right after the
+	// restore, expired TTL values too (sorted)
+	restoredHeld map[string]map[int][]string
 	// restores are the phase's restore events (one per subtask restored)
 	restores []engine.Event
 	// after the phase's fault: job statuses entered, subtasks redeployed
@@ -263,6 +266,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		p.chains = snap.Job.Chains
 		p.keyGroups = keyGroupsOf(&snap)
 		p.restoredKeys = keyedState(t, s, &snap)
+		p.restoredHeld = heldKeys(t, s, &snap)
 		p.pendingTimers = pendingTimers(t, s, &snap)
 		for _, o := range snap.Job.Operators {
 			if o.Kind == engine.KindAlerts {
@@ -873,6 +877,35 @@ func keyedState(t *testing.T, s *engine.Stepper, sn *engine.Snapshot) map[string
 				}
 				keys[e.Key] = n
 			}
+			m[st.Index] = keys
+		}
+		out[o.ID] = m
+	}
+	return out
+}
+
+// heldKeys is each count and sum subtask's keys, expired TTL values too
+// (what flinkref's keyNames reads: KeyedStateBackend.getKeys).
+func heldKeys(t *testing.T, s *engine.Stepper, sn *engine.Snapshot) map[string]map[int][]string {
+	t.Helper()
+	out := map[string]map[int][]string{}
+	for _, o := range sn.Job.Operators {
+		if o.Kind != "count" && o.Kind != "sum" {
+			continue
+		}
+		m := map[int][]string{}
+		for _, st := range o.Subtasks {
+			v, err := s.TaskState(st.Name, 1_000_000)
+			if err != nil {
+				t.Fatalf("StateLab's state inspector on %s: %v", st.Name, err)
+			}
+			keys := []string{}
+			for _, e := range v.Keyed {
+				if e.State == o.Kind {
+					keys = append(keys, e.Key)
+				}
+			}
+			sort.Strings(keys)
 			m[st.Index] = keys
 		}
 		out[o.ID] = m

@@ -37,7 +37,9 @@ final class JobBuilder {
     /**
      * outputDir: when set, each sink also appends its committed records to outputDir/SINK.jsonl. restoring: the
      * job restores from a savepoint, so max parallelism is not set again: Flink takes it from the savepoint, as
-     * it is fixed when a job first runs (StateLab's rule too).
+     * it is fixed when a job first runs (StateLab's rule too). An operator's "configuredMaxParallelism" (a
+     * changed job's, written for Flink only) is set on a restore too: a job that configures a max parallelism
+     * other than its savepoint's (StateLab's upgrade set-max-parallelism).
      */
     static void build(StreamExecutionEnvironment env, JsonNode spec, String inputFile, Map<String, Integer> parallelism,
             String outputDir, boolean restoring) {
@@ -180,7 +182,10 @@ final class JobBuilder {
             case "disable" -> out.disableChaining();
             default -> {}
         }
-        if (maxP > 0 && !restoring) {
+        int configured = op.path("configuredMaxParallelism").asInt(0);
+        if (configured > 0) {
+            out.setMaxParallelism(configured);
+        } else if (maxP > 0 && !restoring) {
             out.setMaxParallelism(maxP);
         }
         @SuppressWarnings("unchecked")

@@ -332,6 +332,7 @@ final class Runner {
             throws Exception {
         Trace.phase = index;
         Trace.resetProcessed();
+        Ops.KeyedAggregate.keysOnly = sc.path("keysOnly").asBoolean(false);
         List<Faults.Fault> faults = new ArrayList<>();
         for (JsonNode f : ph.path("faults")) {
             Faults.Fault x = new Faults.Fault();
