@@ -338,6 +338,19 @@ func catalogue() []*scenario {
 			check: checkChain,
 		},
 		{
+			name: "forward-edge-rescale-refused",
+			claim: "A forward edge needs the same parallelism on both sides: restoring the etl job (source -> map -> sink, " +
+				"forward edges, parallelism 2) with map at 3 is refused before anything runs (Flink's StreamGraph: \"Forward " +
+				"partitioning does not allow change of parallelism\", while the job graph is built; StateLab: its rescale " +
+				"command, JobSpec.Validate's checkForward for a spec)",
+			spec:       etlJob(),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(34, 30, 3), {}}},
+			phases:     []phase{{}, {rescale: map[string]int{"map": 3}, refused: true}},
+			slots:      4,
+			check:      checkForwardRescaleRefused,
+		},
+		{
 			name: "ttl-expiry",
 			claim: "A keyed value with a state TTL (count, ttl 1s, Flink's StateTtlConfig with its defaults: OnCreateAndWrite, " +
 				"NeverReturnExpired, processing time) that nothing touched for longer than the TTL is not returned: after a pause " +
@@ -1044,6 +1057,27 @@ func etlJobRestart(restart map[string]any) map[string]any {
 		"checkpointing": map[string]any{"interval": "50ms"},
 		"restart":       restart,
 	}
+}
+
+// forwardRefusal is the reason both give for refusing a forward edge
+// between different parallelisms (Flink capitalises it).
+const forwardRefusal = "forward partitioning does not allow change of parallelism"
+
+func checkForwardRescaleRefused(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 2, "Flink ran the job and tried the rescaled one")
+	p := fl.Phases[1]
+	j.t.Logf("Flink: phase 0 %s with savepoint %q; the job with map at 3: %q (status %q)", fl.Phases[0].FinalStatus, fl.Phases[0].Savepoint, p.BuildFailure, p.FinalStatus)
+	flRefused := p.BuildFailure != "" && p.FinalStatus == ""
+	j.true("Flink refused to build the job with map at 3 (never submitted)", flRefused, p)
+	checkExactOutput(j, sl, fl, etlOutput(catalogueLines("forward-edge-rescale-refused")[0]))
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 2, "StateLab ran the job and tried the rescale")
+	j.t.Logf("StateLab refused: %s", sl.phases[1].refused)
+	j.equal("the rescale of map to 3 refused, for the forward edge ("+forwardRefusal+")",
+		[]bool{sl.phases[1].refused != "", strings.Contains(strings.ToLower(sl.phases[1].refused), forwardRefusal)},
+		[]bool{flRefused, strings.Contains(strings.ToLower(p.BuildFailure), forwardRefusal)})
 }
 
 // etlOutput is what the etl job commits for lines: each line upper-cased,

@@ -270,7 +270,10 @@ type phaseTrace struct {
 		Error string `json:"error"`
 	} `json:"steps"`
 	RetainedCheckpoints []int64 `json:"retainedCheckpoints"`
-	Failure             *struct {
+	// BuildFailure: why Flink refused to build the phase's job (a refused
+	// phase whose job graph cannot be built: never submitted, no status)
+	BuildFailure string `json:"buildFailure"`
+	Failure      *struct {
 		Exception string `json:"exception"`
 		RootCause string `json:"rootCause"`
 	} `json:"failure"`

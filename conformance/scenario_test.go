@@ -242,11 +242,10 @@ func (sc *scenario) flink(dir string) flinkScenario {
 		for op, p := range ph.rescale {
 			par[op] = p
 		}
-		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults, PauseMillis: ph.pause.Milliseconds()}
+		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults, PauseMillis: ph.pause.Milliseconds(), Refused: ph.refused}
 		if ph.upgrade != nil {
 			fp.Job = sc.withSources(ph.job, false)
 			fp.AllowNonRestoredState = ph.upgrade.AllowNonRestoredState
-			fp.Refused = ph.refused
 		}
 		if ph.holdInput {
 			fp.TimeoutSeconds = 60

@@ -369,8 +369,26 @@ final class Runner {
             conf.set(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD, org.apache.flink.configuration.MemorySize.ZERO);
         }
         StreamExecutionEnvironment env = new StreamExecutionEnvironment(conf);
-        JobBuilder.build(env, spec, input, par, null, restore != null);
-        StreamGraph sg = env.getStreamGraph();
+        StreamGraph sg;
+        try {
+            JobBuilder.build(env, spec, input, par, null, restore != null);
+            sg = env.getStreamGraph();
+        } catch (RuntimeException e) {
+            if (!ph.path("refused").asBoolean(false)) {
+                throw e;
+            }
+            // A job Flink refuses to build (StreamGraph: "Forward partitioning does not allow change of
+            // parallelism"): never submitted, so no status; the next phase tries the same savepoint.
+            Throwable t = e;
+            while (t.getCause() != null) {
+                t = t.getCause();
+            }
+            Map<String, Object> pt = new LinkedHashMap<>();
+            pt.put("phase", index);
+            pt.put("finalStatus", "");
+            pt.put("buildFailure", t.getClass().getName() + ": " + t.getMessage());
+            return pt;
+        }
         sg.setJobName(spec.path("name").asText("job"));
         if (restore != null) {
             sg.setSavepointRestoreSettings(
