@@ -632,7 +632,7 @@ export class GraphView {
         const rest = 0.9 - Math.min(0.55, Math.sqrt(ahead) * 0.04);
         const travel = b.born ? Math.min(1, (now - b.born) / speed) : 1;
         const [x, y] = bezier(el.geom, rest * easeInOut(travel));
-        be.setAttribute('transform', `translate(${x.toFixed(1)},${y.toFixed(1)})`);
+        attr(be, 'transform', `translate(${x.toFixed(1)},${y.toFixed(1)})`); // a barrier at rest is not redrawn
       }
       for (const [cp, be] of el.barriers) {
         if (!seen.has(cp)) { be.remove(); el.barriers.delete(cp); }
