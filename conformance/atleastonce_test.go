@@ -137,7 +137,7 @@ func checkAtLeastOnceBarriers(j *judge, sl *slResult, fl *trace) {
 // state, StateLab 9 of 9 with 105 KB. The sources take 3 ms per record, so
 // they run as long as the sinks drain: with sources at full speed they
 // finished at once and Flink completed one checkpoint (later ones declined
-// by finishing tasks). How many complete is timing (Flink 8–10 in 5 runs,
+// by finishing tasks). How many complete is timing (Flink 7–10 in 8 runs,
 // StateLab 5), so only that some did is compared; Flink's checkpoints
 // declined as the job finishes (2–4, "task is closing", "unknown task") are
 // not. No failure: at-least-once then commits every result exactly once,
