@@ -160,7 +160,7 @@ func (h *hub) handle(m hubMsg) {
 				h.offer(c, held{frame: m.frame, latest: m.latest})
 				continue
 			}
-			if c.backlog == nil && len(c.send) < lagAt(c) {
+			if h.keepsUp(c) {
 				h.deliver(c, m.frame)
 				continue
 			}
@@ -190,11 +190,22 @@ func (h *hub) handle(m hubMsg) {
 // behind: a viewer whose page is busy for a while (a loaded machine) keeps
 // its connection, its story and the clicks it sends (backlog.go).
 func (h *hub) offer(c *client, it held) {
-	if c.backlog == nil && len(c.send) < lagAt(c) {
+	if h.keepsUp(c) {
 		h.deliver(c, it.frame)
 		return
 	}
 	h.hold(c, it)
+}
+
+// keepsUp says whether c takes frames as they come: nothing held back and
+// its queue below lagAt. A viewer that went without a frame of data-plane
+// events only (nothing held) has caught up here.
+func (h *hub) keepsUp(c *client) bool {
+	if c.backlog != nil || len(c.send) >= lagAt(c) {
+		return false
+	}
+	h.setLagging(c, false)
+	return true
 }
 
 // hold adds it to c's backlog, and drops c when the backlog has passed its
