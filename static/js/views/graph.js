@@ -80,6 +80,16 @@ export class GraphView {
     this.overlay = h('div', { class: 'graph-overlay' });
     clear(root).append(this.svg, this.overlay);
     new ResizeObserver(() => { this.dirty = true; }).observe(root);
+    // Records travel as dots only while the graph is on screen (a page
+    // scrolled down to the log, a phone showing the inspector): off screen
+    // they would redraw the page every frame for nobody. Boxes, channels,
+    // queues and barriers stay up to date.
+    this.onScreen = true;
+    if (typeof IntersectionObserver === 'function') {
+      new IntersectionObserver((entries) => {
+        for (const e of entries) this.onScreen = e.isIntersecting;
+      }).observe(root);
+    }
   }
 
   // maxPar is the highest parallelism the header offers: the operator's max
@@ -256,7 +266,7 @@ export class GraphView {
   spawn(ch, records, now) {
     // A hidden page draws no frame: packets spawned now would only pile up
     // for the first frame after it shows again.
-    if (this.packets.length >= MAX_PACKETS || document.hidden) return;
+    if (this.packets.length >= MAX_PACKETS || document.hidden || !this.onScreen) return;
     let n = 0;
     for (const p of this.packets) if (p.ch === ch) n++;
     if (n >= PACKETS_PER_CHANNEL) return;
@@ -588,6 +598,10 @@ export class GraphView {
   // animate moves dots and barriers and draws the queues, every frame.
   animate(now) {
     if (!this.chanEls) return;
+    if (!this.onScreen && this.packets.length) {
+      for (const p of this.packets) p.el?.remove();
+      this.packets = [];
+    }
     const speed = this.model.snap.driver === 'live' ? 450 : 700;
     const keep = [];
     for (const p of this.packets) {
