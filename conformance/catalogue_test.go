@@ -399,6 +399,7 @@ func catalogue() []*scenario {
 		checkpointsByHand("retained-checkpoints-3", map[string]any{"retained": 3}),
 		intermediateSavepoint(),
 		restoreNumbering(),
+		restoreOlderCheckpoint(),
 		unalignedWhileRunning(),
 		savepointStaysAligned(),
 		unalignedChannelStateRestore(),

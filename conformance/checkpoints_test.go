@@ -430,3 +430,109 @@ func checkSavepointStaysAligned(j *judge, sl *slResult, fl *trace) {
 			s.After-s.AfterUnaligned, s.After, f.After-f.AfterUnaligned, f.After)
 	}
 }
+
+// restoreOlderCheckpoint: checkpoints 1-3 by hand (retained 3), input read
+// between them; the user restores checkpoint 1 (StateLab's restore
+// command; Flink: the job cancelled with its checkpoints retained and a new
+// one submitted with chk-1, as `flink run -s <dir>/chk-1` does), more
+// input, one checkpoint by hand.
+func restoreOlderCheckpoint() *scenario {
+	return &scenario{
+		name: "restore-older-retained-checkpoint",
+		claim: "Going back to an older retained checkpoint is the user's act (flink run -s <dir>/chk-1; StateLab's restore " +
+			"command): checkpoints 1-3 by hand with retained 3, input read between them; the job restored from checkpoint 1 " +
+			"restores checkpoint 1's keys and counts and its sources' offsets, reads again what was read after it, numbers " +
+			"its first checkpoint 2 (CheckpointCoordinator.restoreSavepoint: checkpointIdCounter.setCount(id + 1)), and its " +
+			"two-phase-commit sink commits again the results committed by checkpoints 2 and 3: duplicates against the " +
+			"ground truth, as many as StateLab's restore-requested event says",
+		spec:       withBackend(wordCount(2, "exactly-once", map[string]any{"retained": 3}, nil), "fs"),
+		partitions: map[string]int{"source": 2},
+		lines: map[string][][]string{"source": {
+			genLines(80, 30, 3), // phase 0: checkpoint 1 holds it
+			{},                  // phase 1's own input: none (it reads with a step)
+			genLines(81, 20, 3), // read before checkpoint 2
+			genLines(82, 20, 3), // read before checkpoint 3
+			genLines(83, 20, 3), // read after the restore, before its checkpoint
+			genLines(84, 10, 3), // holds the sources, never read
+		}},
+		phases: []phase{
+			{steps: []string{stepCheckpoint, stepRead, stepCheckpoint, stepRead, stepCheckpoint}},
+			{restoreCheckpoint: 1, steps: []string{stepRead, stepCheckpoint}, cancel: true},
+		},
+		slots: 4,
+		check: checkRestoreOlder,
+	}
+}
+
+func checkRestoreOlder(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 2, "Flink ran the job and the one restored from chk-1")
+	p0, p1 := fl.Phases[0], fl.Phases[1]
+	j.true("Flink's steps all completed", stepErrors(&p0) == "" && stepErrors(&p1) == "", []any{p0.Steps, p1.Steps})
+	lines := catalogueLines("restore-older-retained-checkpoint")
+	c0, c2, c3, c4 := lines[0], lines[2], lines[3], lines[4]
+	var restored int64
+	if r := p1.Checkpoints.LatestRestored; r != nil {
+		restored = r.ID
+	}
+	j.true("Flink's new job restored checkpoint 1", restored == 1, restored)
+	flKeys := flinkKeys(&p1, "open", "count")
+	// Checkpoint 1's counts: every word of the phase's own input.
+	want1 := map[string]int64{}
+	for _, l := range c0 {
+		for _, w := range strings.Fields(l) {
+			want1[strings.ToLower(w)]++
+		}
+	}
+	j.true("Flink's count restored checkpoint 1's counts", fmt.Sprint(mergeKeys(flKeys)) == fmt.Sprint(want1), mergeKeys(flKeys))
+	flOffsets := map[int][]offset{}
+	for i, e := range p1.lastEvents("open", "source") {
+		for _, s := range e.RestoredSplits {
+			flOffsets[i] = append(flOffsets[i], offset{s.Partition, s.Offset})
+		}
+	}
+	// Committed: every result once, and the results of what checkpoints 2
+	// and 3 committed (the lines read after checkpoint 1) a second time.
+	want := wordCountOutput(c0, c2, c3, c4)
+	got := committedMultiset(fl, "sink")
+	d, l, u := multisetDiff(got, want)
+	again := total(wordCountOutput(c2, c3)) // results of c2 and c3 counted on from checkpoint 1
+	j.true("Flink committed again exactly the results committed after checkpoint 1, nothing lost", d == again && l == 0 && u == 0,
+		fmt.Sprintf("%d duplicated (want %d), %d lost, %d unexpected", d, again, l, u))
+	j.t.Logf("Flink: checkpoints %v, retained %v; restored %d from %s; then %v; %d results committed twice",
+		flinkStepIDs(&p0), p0.RetainedCheckpoints, restored, p1.RestoredFrom, flinkStepIDs(&p1), d)
+	if sl == nil {
+		return
+	}
+	require.Len(j.t, sl.phases, 2, "StateLab ran the job and restored checkpoint 1")
+	q := sl.phases[1]
+	j.equal("the checkpoints taken by hand before the restore (0: a read)", sl.phases[0].steps, flinkStepIDs(&p0))
+	j.equal("the checkpoints retained before the restore", sl.phases[0].retained, p0.RetainedCheckpoints)
+	j.equal("the checkpoint the new job restored", q.afterFaultRestored, restored)
+	j.true("StateLab read count's state before any new record", total64(q.afterFaultIn) == 0, q.afterFaultIn)
+	j.equal("keys and counts each count subtask restored", q.afterFaultKeys["count"], flKeys)
+	slOffsets := map[int][]offset{}
+	for task, os := range q.afterFaultOffsets {
+		var i int
+		fmt.Sscanf(task, "source#%d", &i)
+		for _, o := range os {
+			slOffsets[i] = append(slOffsets[i], offset{o.Partition, o.Offset})
+		}
+	}
+	j.equal("partitions and offsets each source subtask restored", slOffsets, flOffsets)
+	j.equal("the new job's first checkpoint (after a read)", q.steps, flinkStepIDs(&p1))
+	j.equal("keys and counts each count subtask holds at the end", q.finalKeys["count"], flinkKeys(&p1, "close", "count"))
+	if c := sinkOf(sl, "sink"); c != nil {
+		j.equal("sink output against the ground truth (duplicates, losses, unexpected, committed)",
+			[]int{c.DuplicateRecords, c.LostRecords, len(c.Unexpected), c.Committed}, []int{d, l, u, total(got)})
+	}
+	var cost []int64
+	for _, e := range q.restoreRequested {
+		cost = append(cost, int64(e.Records), e.Value)
+	}
+	j.t.Logf("StateLab's restore-requested: %v", q.restoreRequested)
+	// Not compared: Flink lists the new job's own directory (chk-1 stays in the
+	// old job's, with 2 and 3), StateLab's one storage after it discarded 2 and 3.
+	j.t.Logf("retained after the new job's checkpoint: Flink (its directory) %v, StateLab %v", p1.RetainedCheckpoints, q.retained)
+	j.equal("the restore's cost as StateLab states it (records read again, sink records written again)",
+		cost, []int64{int64(len(c2) + len(c3)), int64(d)})
+}

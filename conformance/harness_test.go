@@ -193,6 +193,12 @@ type flinkPhase struct {
 	// Steps run once the phase's input is read (scenario phase.steps); End
 	// "cancel" cancels the job after them
 	Steps []flinkStep `json:"steps,omitempty"`
+	// RestoreCheckpoint: the phase's job is submitted with the previous
+	// phase's retained chk-N (flink run -s) instead of its savepoint;
+	// RetainOnCancellation: the phase's job keeps its checkpoints when it is
+	// cancelled (the next phase restores one)
+	RestoreCheckpoint    int64 `json:"restoreCheckpoint,omitempty"`
+	RetainOnCancellation bool  `json:"retainOnCancellation,omitempty"`
 }
 
 // flinkStep is one of a phase's steps: checkpoint | savepoint | read (up to Limits).
@@ -232,9 +238,12 @@ type trace struct {
 }
 
 type phaseTrace struct {
-	Phase             int                `json:"phase"`
-	JobID             string             `json:"jobId"`
-	Savepoint         string             `json:"savepoint"`
+	Phase     int    `json:"phase"`
+	JobID     string `json:"jobId"`
+	Savepoint string `json:"savepoint"`
+	// RestoredFrom: the savepoint or retained checkpoint the phase's job
+	// was submitted with
+	RestoredFrom      string             `json:"restoredFrom"`
 	TimedOut          bool               `json:"timedOut"`
 	FinalStatus       string             `json:"finalStatus"`
 	StatusTransitions []statusTransition `json:"statusTransitions"`

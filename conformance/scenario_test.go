@@ -108,13 +108,22 @@ type phase struct {
 	// Flink's MiniCluster.triggerCheckpoint / triggerSavepoint, as the REST
 	// API's POST /jobs/:jobid/checkpoints and /savepoints do); stepRead reads
 	// the scenario's next chunk of lines (a chunk after the phases' own:
-	// steps that read are for the last phase). The sources are held at the
+	// read steps count their chunks on over all phases). The sources are held at the
 	// end of what the steps read, so the job keeps running: Flink's input
 	// file holds one chunk more than the steps read.
 	steps []string
 	// cancel (last phase, with steps): the phase ends by cancelling the job
 	// after its steps (Flink: MiniCluster.cancelJob; StateLab simply stops)
 	cancel bool
+	// restoreCheckpoint (> 0, a later phase): the phase starts from the
+	// previous phase's retained checkpoint N instead of a savepoint, the
+	// user's act: StateLab's restore command on the running job; on Flink
+	// the previous phase's job is cancelled after its steps with its
+	// checkpoints retained (RETAIN_ON_CANCELLATION) and this phase's job is
+	// submitted with <its checkpoint directory>/chk-N, as `flink run -s`
+	// does. The phase before it keeps its steps' limits (its sources held)
+	// and this phase's own input, and the steps it reads, go on from there.
+	restoreCheckpoint int64
 }
 
 // The steps a phase runs by hand (phase.steps).
@@ -238,11 +247,12 @@ func (sc *scenario) flink(dir string) flinkScenario {
 	}
 	fs := flinkScenario{Name: sc.name, Job: sc.specWithSources(false), Input: input, TaskManagers: sc.taskManagers, SlotsPerTaskManager: sc.slots, ClusterConfig: sc.flinkCluster, KeysOnly: sc.flinkKeysOnly}
 	par := map[string]int{}
+	chunk := len(sc.phases) // the next chunk a read step reads, over all phases
 	for i, ph := range sc.phases {
 		for op, p := range ph.rescale {
 			par[op] = p
 		}
-		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults, PauseMillis: ph.pause.Milliseconds(), Refused: ph.refused}
+		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults, PauseMillis: ph.pause.Milliseconds(), Refused: ph.refused, RestoreCheckpoint: ph.restoreCheckpoint}
 		if ph.upgrade != nil {
 			fp.Job = sc.withSources(ph.job, false)
 			fp.AllowNonRestoredState = ph.upgrade.AllowNonRestoredState
@@ -261,7 +271,6 @@ func (sc *scenario) flink(dir string) flinkScenario {
 			for _, src := range sc.sources() {
 				fp.Limits[src] = ends[src][i]
 			}
-			chunk := len(sc.phases)
 			for _, st := range ph.steps {
 				step := flinkStep{Kind: st}
 				if st == stepRead {
@@ -277,7 +286,11 @@ func (sc *scenario) flink(dir string) flinkScenario {
 				fp.End = "cancel"
 			}
 		}
-		if i < len(sc.phases)-1 {
+		if i < len(sc.phases)-1 && sc.phases[i+1].restoreCheckpoint > 0 {
+			// The next phase restores one of this job's checkpoints: cancelled
+			// after its steps, its checkpoints retained.
+			fp.End, fp.RetainOnCancellation = "cancel", true
+		} else if i < len(sc.phases)-1 {
 			fp.End = "savepoint"
 			fp.Limits = map[string][]int64{}
 			for _, src := range sc.sources() {

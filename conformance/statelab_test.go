@@ -35,6 +35,9 @@ type slPhase struct {
 	restoredHeld map[string]map[int][]string
 	// restores are the phase's restore events (one per subtask restored)
 	restores []engine.Event
+	// restoreRequested: the phase's restore-requested events (a restore
+	// command: the records read again, the sink records written again)
+	restoreRequested []engine.Event
 	// after the phase's fault: job statuses entered, subtasks redeployed
 	statusesAfterFault []string
 	// why the job left RUNNING after the fault (its job-status events' messages)
@@ -197,12 +200,23 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			injected[src] = len(sc.lines[src][0])
 		}
 	}
-	var savepoint int64 // the savepoint upgrades start from, taken once
+	var savepoint int64     // the savepoint upgrades start from, taken once
+	chunk := len(sc.phases) // the next chunk a read step injects, over all phases
 	for i, ph := range sc.phases {
 		mark := len(events)
 		var p slPhase
 		if ph.pause > 0 {
 			s.RunFor(ph.pause) // no input: only the clock (and periodic checkpoints) move on
+		}
+		if i > 0 && ph.restoreCheckpoint > 0 {
+			// The user's act: start again from a retained checkpoint (as flink run -s does).
+			if err := s.Do(engine.Command{Name: engine.CmdRestore, Checkpoint: ph.restoreCheckpoint}); err != nil {
+				return res, fmt.Errorf("phase %d: restore checkpoint %d: %w", i, ph.restoreCheckpoint, err)
+			}
+			// What the subtasks restored, read as soon as they have (afterFault*).
+			if err := captureRestored(t, s, &events, mark, &p); err != nil {
+				return res, fmt.Errorf("phase %d: after the restore of checkpoint %d: %w", i, ph.restoreCheckpoint, err)
+			}
 		}
 		if i > 0 && ph.upgrade != nil {
 			if savepoint == 0 {
@@ -373,7 +387,6 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			if _, err := s.RunUntil(func(sn *engine.Snapshot) bool { return caughtUp(sn, sc, injected) }, stepsPerPhase); err != nil {
 				return res, fmt.Errorf("phase %d: before its steps: %w", i, err)
 			}
-			chunk := len(sc.phases)
 			for _, st := range ph.steps {
 				id, err := runStep(s, sc, st, chunk, injected)
 				if err != nil {
@@ -440,6 +453,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		for k, e := range events[mark:] {
 			if e.Kind == engine.EvRestore {
 				p.restores = append(p.restores, e)
+			}
+			if e.Kind == engine.EvRestoreRequested {
+				p.restoreRequested = append(p.restoreRequested, e)
 			}
 			if e.Kind == engine.EvRestoreFailed {
 				var id int64

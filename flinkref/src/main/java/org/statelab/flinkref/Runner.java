@@ -313,6 +313,13 @@ final class Runner {
                     continue; // a restore expected to be refused: the next phase tries the same savepoint
                 }
                 restore = (String) pt.get("savepoint");
+                // The next phase may restore from one of this phase's retained checkpoints instead ("restoreCheckpoint":
+                // N, as `flink run -s <dir>/chk-N` starts a new job from it after this one was cancelled with its
+                // checkpoints retained).
+                long chk = i < sc.path("phases").size() ? sc.path("phases").get(i).path("restoreCheckpoint").asLong(0) : 0;
+                if (chk > 0 && Faults.checkpointDir != null) {
+                    restore = new File(Faults.checkpointDir, "chk-" + chk).toURI().toString();
+                }
                 if (!"FINISHED".equals(pt.get("finalStatus")) && restore == null) {
                     break;
                 }
@@ -363,6 +370,12 @@ final class Runner {
         File cpDir = new File(work, sc.path("name").asText() + "/checkpoints-" + index);
         Files.createDirectories(cpDir.toPath());
         Configuration conf = jobConfig(spec, sc.path("flinkConfig"), cpDir);
+        if (ph.path("retainOnCancellation").asBoolean(false)) {
+            // The next phase restores one of this job's checkpoints after it is cancelled: keep them
+            // (ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION; the default deletes them on cancel).
+            conf.addAll(Configuration.fromMap(Map.of(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION.key(),
+                    "RETAIN_ON_CANCELLATION")));
+        }
         if (faults.stream().anyMatch(f -> "break-latest-checkpoint".equals(f.kind))) {
             // Every state in a file of the checkpoint directory (none inlined in the metadata), so deleting a
             // checkpoint's files breaks all its state.
