@@ -113,26 +113,8 @@ func TestLaggingViewerKeepsTheStory(t *testing.T) {
 		}
 	}()
 	require.NoError(t, c.WriteJSON(map[string]any{"type": "command", "id": "p1", "name": CmdPause}))
-	acked, next := false, 0
-	deadline := time.Now().Add(3 * time.Minute)
-	for (!acked || next < told) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
-		var m msg
-		require.NoError(t, c.ReadJSON(&m), "the lagging viewer keeps its connection")
-		switch m["type"] {
-		case "ack":
-			acked = acked || m["id"] == "p1"
-		case "events":
-			for _, e := range m["events"].([]any) {
-				ev := e.(map[string]any)
-				if ev["kind"] == string(engine.EvTaskFailed) {
-					require.Equal(t, fmt.Sprintf("failure %d", next), ev["message"], "the story's events arrive, each once, in order")
-					next++
-				}
-			}
-		}
-	}
+	read := readStory(t, c, "p1", engine.EvTaskFailed, "failure %d", told, 10*time.Millisecond, 3*time.Minute, "the lagging viewer keeps its connection")
+	acked, next := read.acked, read.next
 	close(stop)
 	<-flooded
 	st := ts.srv.Stats()
@@ -193,33 +175,53 @@ func TestStalledViewerGetsTheStoryAfterwards(t *testing.T) {
 	require.Zero(t, ts.srv.Stats().DroppedClients, "the stalled viewer is not closed")
 
 	// It reads again.
-	acked, next, snapshots := false, 0, 0
-	deadline := time.Now().Add(2 * time.Minute)
-	for (!acked || next < told) && time.Now().Before(deadline) {
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
-		var m msg
-		require.NoError(t, c.ReadJSON(&m), "the stalled viewer keeps its connection")
-		switch m["type"] {
-		case "ack":
-			acked = acked || m["id"] == "p1"
-		case "snapshot":
-			snapshots++
-		case "events":
-			for _, e := range m["events"].([]any) {
-				ev := e.(map[string]any)
-				if ev["kind"] == string(engine.EvJobStatus) {
-					require.Equal(t, fmt.Sprintf("status %d", next), ev["message"], "the story's events arrive, each once, in order")
-					next++
-				}
-			}
-		}
-	}
+	read := readStory(t, c, "p1", engine.EvJobStatus, "status %d", told, 0, 2*time.Minute, "the stalled viewer keeps its connection")
+	acked, next, snapshots := read.acked, read.next, read.snapshots
 	st := ts.srv.Stats()
 	t.Logf("after the stall: %d snapshots read, %d events frames thinned", snapshots, st.ThinnedFrames)
 	assert.True(t, acked, "the command sent before the stall is answered")
 	assert.Equal(t, told, next, "every status change reached the viewer")
 	assert.Less(t, snapshots, told/2, "superseded snapshots were left out")
 	assert.Zero(t, st.DroppedClients, "the stalled viewer is not closed as too slow")
+}
+
+// storyRead is what readStory read.
+type storyRead struct {
+	acked     bool // the ack of the command came
+	next      int  // the story's events that came, in order
+	snapshots int  // snapshot frames read
+}
+
+// readStory reads c, waiting pause before each message, until the ack of
+// command id and told events of kind have come or within passes: the
+// events' messages must be format's 0, 1, … in order, each once (what a
+// viewer's story is told from), and every read must succeed (why names the
+// viewer).
+func readStory(t *testing.T, c *websocket.Conn, id string, kind engine.EventKind, format string, told int, pause, within time.Duration, why string) storyRead {
+	t.Helper()
+	var r storyRead
+	deadline := time.Now().Add(within)
+	for (!r.acked || r.next < told) && time.Now().Before(deadline) {
+		time.Sleep(pause)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+		var m msg
+		require.NoError(t, c.ReadJSON(&m), why)
+		switch m["type"] {
+		case "ack":
+			r.acked = r.acked || m["id"] == id
+		case "snapshot":
+			r.snapshots++
+		case "events":
+			for _, e := range m["events"].([]any) {
+				ev := e.(map[string]any)
+				if ev["kind"] == string(kind) {
+					require.Equal(t, fmt.Sprintf(format, r.next), ev["message"], "the story's events arrive, each once, in order")
+					r.next++
+				}
+			}
+		}
+	}
+	return r
 }
 
 // TestBacklogKeepsOrderAndOnlyTheNewest: the backlog merges consecutive
