@@ -1,9 +1,6 @@
 package web
 
-import (
-	"encoding/json"
-	"time"
-)
+import "encoding/json"
 
 // A viewer's backlog: what the hub holds back for a viewer that has fallen
 // behind (a quarter of its send buffer waits, lagAt) instead of queueing
@@ -30,7 +27,6 @@ type backlog struct {
 	events int // narrated events held
 	frames int // frames held as they came (not merged)
 	bytes  int // an estimate of what the items hold
-	since  time.Time
 }
 
 // held is one item of a backlog: a frame as it came (frame set), or

@@ -112,13 +112,29 @@ const drainEvery = 10 * time.Millisecond
 // run serves the hub until stop is closed, then closes every connection.
 func (h *hub) run(stop <-chan struct{}) {
 	defer close(h.done)
+	// The drain ticker runs only while some client is behind: an idle
+	// server is not woken 100 times a second.
 	drain := time.NewTicker(drainEvery)
+	drain.Stop()
 	defer drain.Stop()
+	ticking := false
 	for {
+		var drainC <-chan time.Time
+		switch {
+		case len(h.behind) > 0 && !ticking:
+			drain.Reset(drainEvery)
+			ticking = true
+		case len(h.behind) == 0 && ticking:
+			drain.Stop()
+			ticking = false
+		}
+		if ticking {
+			drainC = drain.C
+		}
 		select {
 		case m := <-h.in:
 			h.handle(m)
-		case <-drain.C:
+		case <-drainC:
 			for c := range h.behind {
 				h.drain(c)
 			}
@@ -214,7 +230,7 @@ func (h *hub) hold(c *client, it held) {
 	h.setLagging(c, true)
 	b := c.backlog
 	if b == nil {
-		b = &backlog{since: time.Now()}
+		b = &backlog{}
 		c.backlog = b
 		h.behind[c] = struct{}{}
 	}
