@@ -110,7 +110,6 @@ export class InspectorView {
     const r = this.rows.get(`${u.state}|${u.key}|${u.window || ''}`);
     if (r) {
       text(r.value, String(u.value));
-      if (r.flash.parentNode !== r.value) r.value.append(r.flash);
       // The row flashes by fading a highlight behind it (.flash): an
       // opacity animation runs on the compositor, where one of the row's
       // background redrew and restyled the page every frame (half the main
@@ -228,9 +227,11 @@ export class InspectorView {
       if (e.expired) value.append(' ', h('span', { class: 'pill', title: t('inspector.expiredHint') }, t('inspector.expired')));
       const chip = h('span', { class: 'swatch small' });
       chip.style.background = ownerColor(owner);
-      const tr = h('tr', {}, h('td', {}, h('code', {}, e.key)), h('td', {}, chip, String(e.keyGroup)), h('td', {}, e.state), value);
-      tbody.append(tr);
+      // The row's highlight (.flash) sits in the key's cell, which value
+      // updates never rewrite; it covers the whole row (app.css).
       const flash = h('span', { class: 'flash', 'aria-hidden': 'true' });
+      const tr = h('tr', {}, h('td', {}, flash, h('code', {}, e.key)), h('td', {}, chip, String(e.keyGroup)), h('td', {}, e.state), value);
+      tbody.append(tr);
       this.watch?.observe(tr);
       this.rows.set(`${e.state}|${e.key}|${e.userKey || ''}`, { tr, value, flash });
     }
