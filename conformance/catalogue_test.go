@@ -402,6 +402,7 @@ func catalogue() []*scenario {
 		restoreOlderCheckpoint(),
 		unalignedWhileRunning(),
 		savepointStaysAligned(),
+		checkpointAfterSavepoint(),
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
 		atLeastOnceBarriersDoNotBlock(),

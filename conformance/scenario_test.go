@@ -131,6 +131,11 @@ const (
 	stepCheckpoint = "checkpoint"
 	stepSavepoint  = "savepoint"
 	stepRead       = "read"
+	// stepReadInFlight reads the next chunk as stepRead does but waits
+	// only until the sources have read it, not until it reached the sinks,
+	// so that records are in flight at the next step (flinkref's read step
+	// waits only for its sources anyway: it is a read there)
+	stepReadInFlight = "read-in-flight"
 	// stepAddTaskManager: a TaskManager joins the cluster (StateLab's
 	// add-taskmanager; Flink's MiniCluster.startTaskManager) and the step
 	// waits until the job runs at a higher parallelism (reactive mode)
@@ -273,7 +278,10 @@ func (sc *scenario) flink(dir string) flinkScenario {
 			}
 			for _, st := range ph.steps {
 				step := flinkStep{Kind: st}
-				if st == stepRead {
+				if st == stepReadInFlight {
+					step.Kind = stepRead
+				}
+				if st == stepRead || st == stepReadInFlight {
 					step.Limits = map[string][]int64{}
 					for _, src := range sc.sources() {
 						step.Limits[src] = ends[src][chunk]

@@ -392,7 +392,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				if err != nil {
 					return res, fmt.Errorf("phase %d: step %s: %w", i, st, err)
 				}
-				if st == stepRead {
+				if st == stepRead || st == stepReadInFlight {
 					chunk++
 				}
 				p.steps = append(p.steps, id)
@@ -591,7 +591,7 @@ func channelStateCheckpoint(sn *engine.Snapshot) int64 {
 // checkpoint or savepoint taken (0 for a read).
 func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected map[string]int) (int64, error) {
 	switch step {
-	case stepRead:
+	case stepRead, stepReadInFlight:
 		for _, src := range sc.sources() {
 			if chunk >= len(sc.lines[src]) {
 				return 0, fmt.Errorf("no chunk %d of lines for %s", chunk, src)
@@ -603,6 +603,10 @@ func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected m
 					return 0, fmt.Errorf("inject into %s: %w", src, err)
 				}
 			}
+		}
+		if step == stepReadInFlight {
+			_, err := s.RunUntil(func(sn *engine.Snapshot) bool { return sourcesRead(sn, injected) }, stepsPerPhase)
+			return 0, err
 		}
 		_, err := s.RunUntil(func(sn *engine.Snapshot) bool { return caughtUp(sn, sc, injected) }, stepsPerPhase)
 		return 0, err
@@ -655,6 +659,23 @@ func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected m
 		return id, nil
 	}
 	return 0, fmt.Errorf("unknown step %q", step)
+}
+
+// sourcesRead reports whether the sources have read every line given them
+// (given, per source), by their partitions' offsets.
+func sourcesRead(sn *engine.Snapshot, given map[string]int) bool {
+	read := map[string]int64{}
+	for _, sv := range sn.Sources {
+		for _, pv := range sv.Partitions {
+			read[sv.Operator] += pv.Offset
+		}
+	}
+	for src, n := range given {
+		if read[src] < int64(n) {
+			return false
+		}
+	}
+	return true
 }
 
 // caughtUp reports whether every subtask runs, the sources have read every
