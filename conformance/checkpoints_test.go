@@ -521,6 +521,101 @@ func checkCheckpointAfterSavepoint(j *judge, sl *slResult, fl *trace) {
 		[]any{f.Checkpoint, f.CheckpointUnaligned, f.CheckpointChannelState > 0})
 }
 
+// alignedTimeoutSwitches: unaligned checkpoints with an aligned-checkpoint-
+// timeout of 10 ms start aligned (CheckpointOptions.forConfig: a timeout
+// above 0 makes the options aligned and timeoutable) and a subtask whose
+// alignment outlasts the timeout, measured from the trigger, switches to
+// unaligned (Flink: the alignment timer of SingleCheckpointBarrierHandler,
+// AlternatingCollectingBarriers → AlternatingCollectingBarriersUnaligned,
+// and a barrier that waits too long in an output subpartition is made a
+// priority event; StateLab: subtask.checkAlignmentTimeout, the input side
+// only, simplified). A checkpoint by hand of the idle job (no input yet),
+// then 400 lines read with records in flight (flinkref's sinks at 2 ms per
+// record, as in unaligned-channel-state-restore), then a checkpoint by hand
+// under backpressure. Only the outcome is compared: whether each was taken
+// unaligned with channel state. Flink's statistics call a checkpoint
+// unaligned only when a subtask persisted in-flight bytes, so "aligned"
+// for the idle one is what Flink can show (checkpoint-after-savepoint-
+// unaligned says why).
+func alignedTimeoutSwitches() *scenario {
+	return &scenario{
+		name: "aligned-checkpoint-timeout-switches",
+		claim: "With unaligned checkpoints and aligned-checkpoint-timeout 10 ms a checkpoint starts aligned: one of the idle " +
+			"job completes aligned without channel state, one under backpressure outlasts the timeout, switches to " +
+			"unaligned and persists the records in flight as channel state (SingleCheckpointBarrierHandler's alignment timer)",
+		spec:       wordCount(2, "exactly-once", map[string]any{"unaligned": true, "alignedCheckpointTimeout": "10ms", "interval": "1h"}, nil),
+		partitions: map[string]int{"source": 2},
+		lines: map[string][][]string{"source": {
+			{},                   // phase 0: the job is idle at the first checkpoint
+			genLines(93, 400, 3), // read, in flight at the second checkpoint
+			genLines(94, 10, 3),  // holds the sources, never read
+		}},
+		phases: []phase{{
+			flinkFaults: []flinkFault{
+				{Kind: "slow", Task: "sink#0", Millis: 2},
+				{Kind: "slow", Task: "sink#1", Millis: 2},
+			},
+			steps:  []string{stepCheckpoint, stepReadInFlight, stepCheckpoint},
+			cancel: true,
+		}},
+		slots: 4,
+		check: checkAlignedTimeoutSwitches,
+	}
+}
+
+// takenHow is whether a checkpoint completed, unaligned, with channel state.
+type takenHow struct {
+	ID           int64
+	Completed    bool
+	Unaligned    bool
+	ChannelState int64
+}
+
+func (t takenHow) outcome() []bool { return []bool{t.Completed, t.Unaligned, t.ChannelState > 0} }
+
+func checkAlignedTimeoutSwitches(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 1)
+	p := fl.Phases[0]
+	// The checkpoints the steps took (a periodic one may come among them:
+	// the interval is an hour, and Flink's first is due at a random point).
+	var f []takenHow
+	for _, id := range flinkStepIDs(&p) {
+		if id == 0 {
+			continue // the read
+		}
+		t := takenHow{ID: id}
+		for _, h := range p.Checkpoints.History {
+			if h.ID == id {
+				t = takenHow{ID: id, Completed: h.Status == "COMPLETED", Unaligned: h.Unaligned, ChannelState: h.PersistedData}
+				j.t.Logf("Flink: checkpoint %d: %s, unaligned %v, %d bytes of channel state, by %v", h.ID, h.Status, h.Unaligned, h.PersistedData, h.PersistedBy)
+			}
+		}
+		f = append(f, t)
+	}
+	j.true("Flink took both checkpoints by hand", stepErrors(&p) == "" && len(f) == 2, p.Steps)
+	if sl == nil || len(f) != 2 {
+		return
+	}
+	q := sl.phases[0]
+	var s []takenHow
+	for _, id := range q.steps {
+		if id == 0 {
+			continue
+		}
+		t := takenHow{ID: id}
+		for _, h := range q.history {
+			if h.ID == id {
+				t = takenHow{ID: id, Completed: h.Status == engine.CheckpointCompleted, Unaligned: h.Unaligned, ChannelState: h.ChannelState}
+				j.t.Logf("StateLab: checkpoint %d: %s, unaligned %v, %d bytes of channel state", h.ID, h.Status, h.Unaligned, h.ChannelState)
+			}
+		}
+		s = append(s, t)
+	}
+	require.Len(j.t, s, 2)
+	j.equal("the idle job's checkpoint: completed, unaligned, channel state", s[0].outcome(), f[0].outcome())
+	j.equal("the checkpoint under backpressure: completed, unaligned, channel state", s[1].outcome(), f[1].outcome())
+}
+
 // restoreOlderCheckpoint: checkpoints 1-3 by hand (retained 3), input read
 // between them; the user restores checkpoint 1 (StateLab's restore
 // command; Flink: the job cancelled with its checkpoints retained and a new
