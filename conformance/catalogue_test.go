@@ -404,6 +404,8 @@ func catalogue() []*scenario {
 		savepointStaysAligned(),
 		checkpointAfterSavepoint(),
 		alignedTimeoutSwitches(),
+		maxConcurrentOne(),
+		minPauseBetween(),
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
 		atLeastOnceBarriersDoNotBlock(),

@@ -199,6 +199,10 @@ type flinkPhase struct {
 	// cancelled (the next phase restores one)
 	RestoreCheckpoint    int64 `json:"restoreCheckpoint,omitempty"`
 	RetainOnCancellation bool  `json:"retainOnCancellation,omitempty"`
+	// SkipRetained: flinkref does not list the retained checkpoints after
+	// the steps (it waits for that set to rest, which periodic checkpoints
+	// never let it)
+	SkipRetained bool `json:"skipRetained,omitempty"`
 }
 
 // flinkStep is one of a phase's steps: checkpoint | savepoint | read (up to Limits).
@@ -323,6 +327,11 @@ type checkpointTrace struct {
 		PersistedBy   map[string]int64 `json:"persistedBy"`
 		// AlignmentBy: each subtask's barrier alignment (ms)
 		AlignmentBy map[string]int64 `json:"alignmentBy"`
+		// TriggerTimestamp, LatestAckTimestamp (-1 without an ack) and, for
+		// a failed checkpoint, FailureTimestamp: wall clock, ms
+		TriggerTimestamp   int64 `json:"triggerTimestamp"`
+		LatestAckTimestamp int64 `json:"latestAckTimestamp"`
+		FailureTimestamp   int64 `json:"failureTimestamp"`
 	} `json:"history"`
 }
 

@@ -124,6 +124,10 @@ type phase struct {
 	// does. The phase before it keeps its steps' limits (its sources held)
 	// and this phase's own input, and the steps it reads, go on from there.
 	restoreCheckpoint int64
+	// periodicSteps: periodic checkpoints go on while the steps run, so
+	// the retained checkpoints are not listed after them (flinkref waits
+	// for that set to rest)
+	periodicSteps bool
 }
 
 // The steps a phase runs by hand (phase.steps).
@@ -257,7 +261,7 @@ func (sc *scenario) flink(dir string) flinkScenario {
 		for op, p := range ph.rescale {
 			par[op] = p
 		}
-		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults, PauseMillis: ph.pause.Milliseconds(), Refused: ph.refused, RestoreCheckpoint: ph.restoreCheckpoint}
+		fp := flinkPhase{Parallelism: copyMap(par), Faults: ph.flinkFaults, End: "finish", AwaitFaults: ph.awaitFaults, PauseMillis: ph.pause.Milliseconds(), Refused: ph.refused, RestoreCheckpoint: ph.restoreCheckpoint, SkipRetained: ph.periodicSteps}
 		if ph.upgrade != nil {
 			fp.Job = sc.withSources(ph.job, false)
 			fp.AllowNonRestoredState = ph.upgrade.AllowNonRestoredState

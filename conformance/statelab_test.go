@@ -114,6 +114,9 @@ type cpEntry struct {
 	ChannelState int64 `json:"channelState"`
 	// Alignment: each subtask's barrier alignment
 	Alignment map[string]time.Duration `json:"-"`
+	// Trigger and End: when it was triggered and when it completed or
+	// failed (job time)
+	Trigger, End time.Duration `json:"-"`
 }
 
 // notification is a sink subtask notified that checkpoint completed, and
@@ -446,7 +449,8 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			for _, a := range h.Subtasks {
 				align[a.Task] = a.AlignmentDuration
 			}
-			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned, ChannelState: h.ChannelStateSize, Alignment: align})
+			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned, ChannelState: h.ChannelStateSize, Alignment: align,
+				Trigger: h.TriggerTime, End: h.TriggerTime + h.EndToEndDuration})
 		}
 		p.notified = notifications(events[mark:])
 		deployed := map[string]bool{}

@@ -508,7 +508,7 @@ final class Runner {
                     && faultsDone) {
                 // The phase's steps, in order, once its input is read: checkpoints and savepoints triggered by
                 // hand (each awaited), and more input read between them.
-                runSteps(id, ph.path("steps"), input, pt);
+                runSteps(id, ph.path("steps"), input, pt, !ph.path("skipRetained").asBoolean(false));
                 stepsDone = true;
             }
             if ("cancel".equals(end) && !stopping && stepsDone) {
@@ -619,10 +619,12 @@ final class Runner {
      * Runs a phase's steps: "checkpoint" triggers a checkpoint by hand (MiniCluster.triggerCheckpoint, as
      * {@code POST /jobs/:jobid/checkpoints} does) and waits for it; "savepoint" triggers a savepoint that does not
      * stop the job (an intermediate savepoint) and waits for it; "read" raises the sources' limits to the step's
-     * and waits until they are read. Notes each step's outcome and, after the last, the checkpoints retained in
-     * the job's checkpoint directory (chk-N with its _metadata).
+     * and waits until they are read. Notes each step's outcome (and how long it took) and, after the last, unless
+     * the phase says skipRetained, the checkpoints retained in the job's checkpoint directory (chk-N with its
+     * _metadata).
      */
-    private void runSteps(JobID id, JsonNode steps, String input, Map<String, Object> pt) throws Exception {
+    private void runSteps(JobID id, JsonNode steps, String input, Map<String, Object> pt, boolean listRetained)
+            throws Exception {
         // A checkpoint triggered before every task runs is refused ("Not all required tasks are currently
         // running", CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING): the job is RUNNING as soon as one
         // task is, and the sources may have read their input before the sink's task has started.
@@ -635,6 +637,7 @@ final class Runner {
             Map<String, Object> m = new LinkedHashMap<>();
             String kind = step.path("kind").asText();
             m.put("kind", kind);
+            long stepStart = System.nanoTime();
             try {
                 switch (kind) {
                     // checkpoint-expires: a checkpoint the scenario makes fail (its error is the step's)
@@ -690,10 +693,14 @@ final class Runner {
                     Thread.sleep(5);
                 }
             }
+            m.put("millis", (System.nanoTime() - stepStart) / 1_000_000);
             done.add(m);
         }
         pt.put("steps", done);
-        pt.put("retainedCheckpoints", retainedCheckpoints());
+        if (listRetained) {
+            // (a phase with periodic checkpoints skips it: its set of retained checkpoints never rests)
+            pt.put("retainedCheckpoints", retainedCheckpoints());
+        }
     }
 
     /** Whether a step started a TaskManager: the cluster's shape changed, the next scenario gets a fresh one. */
@@ -913,6 +920,14 @@ final class Runner {
                 m.put("status", s.getStatus().name());
                 m.put("savepoint", s.getProperties().isSavepoint());
                 m.put("unaligned", s.isUnalignedCheckpoint());
+                // When the coordinator triggered it and when the last subtask acknowledged it (wall clock, ms;
+                // AbstractCheckpointStats.getTriggerTimestamp / getLatestAckTimestamp, -1 without an ack), and when
+                // a failed one failed (FailedCheckpointStats.getFailureTimestamp)
+                m.put("triggerTimestamp", s.getTriggerTimestamp());
+                m.put("latestAckTimestamp", s.getLatestAckTimestamp());
+                if (s instanceof org.apache.flink.runtime.checkpoint.FailedCheckpointStats f) {
+                    m.put("failureTimestamp", f.getFailureTimestamp());
+                }
                 // In-flight data persisted as channel state (bytes), and by which vertex
                 m.put("persistedData", s.getPersistedData());
                 Map<String, Long> by = new java.util.TreeMap<>();

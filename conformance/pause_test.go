@@ -1,0 +1,181 @@
+package conformance
+
+import (
+	"sort"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/statelab/statelab/engine"
+)
+
+// Min pause and max concurrent checkpoints (execution.checkpointing.min-pause,
+// default 0; execution.checkpointing.max-concurrent-checkpoints, default 1;
+// StateLab has only the default 1). Flink's CheckpointRequestDecider queues
+// a periodic request while a checkpoint is pending and runs it when that one
+// completes, or, before the min pause has passed since the last completion,
+// drops it and reschedules the trigger at the pause's end; StateLab's
+// periodic timer skips a tick while a checkpoint is pending or the pause has
+// not passed (core.periodicCheckpoint).
+
+// maxConcurrentOne: periodic checkpoints every 100 ms, and count#0's
+// synchronous snapshot of checkpoint 2 stalls 400 ms (flinkref's
+// stall-checkpoint, StateLab's engine.Options.SnapshotStall): no checkpoint
+// is triggered while it is pending.
+func maxConcurrentOne() *scenario {
+	return &scenario{
+		name: "max-concurrent-checkpoints-one",
+		claim: "At most one checkpoint is pending (max-concurrent-checkpoints 1, the default): while checkpoint 2 is stalled " +
+			"four intervals long no periodic checkpoint is triggered; the next comes after it completed",
+		spec:       pacedWordCount(map[string]any{"interval": "100ms"}),
+		partitions: map[string]int{"source": 2},
+		lines:      map[string][][]string{"source": {{}, genLines(95, 600, 3), genLines(97, 10, 3)}},
+		phases: []phase{{
+			flinkFaults: []flinkFault{
+				{Kind: "slow", Task: "source#0", Millis: 2},
+				{Kind: "slow", Task: "source#1", Millis: 2},
+				{Kind: "stall-checkpoint", Task: "count#0", Checkpoint: 2, Millis: 400},
+			},
+			statelabFaults: []slFault{{cmd: stallSnapshot, task: "count#0", checkpoint: 2, stall: 400 * time.Millisecond}},
+			steps:          []string{stepRead},
+			cancel:         true,
+			periodicSteps:  true,
+		}},
+		slots: 4,
+		// Flink keeps the latest 10 checkpoints in its statistics by default.
+		flinkCluster: map[string]string{"web.checkpoints.history": "1000"},
+		check:        func(j *judge, sl *slResult, fl *trace) { checkCheckpointSpans(j, sl, fl, 2, 400*time.Millisecond, 0) },
+	}
+}
+
+// minPauseBetween: periodic checkpoints every 50 ms with a min pause of
+// 250 ms: each checkpoint is triggered at least 250 ms after the previous
+// one completed.
+func minPauseBetween() *scenario {
+	return &scenario{
+		name: "min-pause-between-checkpoints",
+		claim: "With execution.checkpointing.min-pause 250 ms and an interval of 50 ms each checkpoint is triggered at least " +
+			"250 ms after the previous one completed",
+		spec:       pacedWordCount(map[string]any{"interval": "50ms", "minPause": "250ms"}),
+		partitions: map[string]int{"source": 2},
+		lines:      map[string][][]string{"source": {{}, genLines(96, 1500, 3), genLines(98, 10, 3)}},
+		phases: []phase{{
+			flinkFaults: []flinkFault{
+				{Kind: "slow", Task: "source#0", Millis: 2},
+				{Kind: "slow", Task: "source#1", Millis: 2},
+			},
+			steps:         []string{stepRead},
+			cancel:        true,
+			periodicSteps: true,
+		}},
+		slots:        4,
+		flinkCluster: map[string]string{"web.checkpoints.history": "1000"},
+		check:        func(j *judge, sl *slResult, fl *trace) { checkCheckpointSpans(j, sl, fl, 0, 0, 250*time.Millisecond) },
+	}
+}
+
+// pacedWordCount is word count at 2 whose sources take 2 ms per record:
+// on StateLab the source option rate (500 records per second of job time),
+// on flinkref a slow fault on each source subtask (flinkref ignores rate).
+// The job is idle until a read step gives it 600 lines, which take about
+// 600 ms to read, and is cancelled after it (held at the end of its input,
+// no source finishes: in Flink's run with finishing sources the checkpoint
+// that came as they finished ignored the min pause, not looked into).
+func pacedWordCount(checkpointing map[string]any) map[string]any {
+	s := wordCount(2, "exactly-once", checkpointing, nil)
+	src := s["operators"].([]any)[0].(map[string]any)
+	opts, _ := src["options"].(map[string]any)
+	if opts == nil {
+		opts = map[string]any{}
+		src["options"] = opts
+	}
+	opts["rate"] = 500.0
+	return s
+}
+
+// span is one checkpoint from its trigger to its completion or failure.
+type span struct {
+	ID           int64
+	Status       string
+	Trigger, End time.Duration
+}
+
+// spansOverlap counts the checkpoints triggered before the one before them
+// ended, and gives the least time from one's end to the next's trigger and
+// that gap after checkpoint after (0: none).
+func spansStats(sp []span, after int64) (overlaps int, minGap, gapAfter time.Duration) {
+	sort.Slice(sp, func(a, b int) bool { return sp[a].Trigger < sp[b].Trigger })
+	minGap = -1
+	for i := 1; i < len(sp); i++ {
+		g := sp[i].Trigger - sp[i-1].End
+		if g < 0 {
+			overlaps++
+		}
+		if minGap < 0 || g < minGap {
+			minGap = g
+		}
+		if sp[i-1].ID == after {
+			gapAfter = g
+		}
+	}
+	return overlaps, minGap, gapAfter
+}
+
+// checkCheckpointSpans compares the periodic checkpoints' spans: none
+// overlaps another (at most one pending), the stalled one (stalled > 0)
+// lasted at least stall, and each trigger came at least pause after the
+// previous checkpoint ended. Flink's spans end at the latest acknowledgement
+// (the coordinator completes the checkpoint after it, so a gap measured from
+// it is not shorter than Flink's own) or the failure.
+func checkCheckpointSpans(j *judge, sl *slResult, fl *trace, stalled int64, stall, pause time.Duration) {
+	require.Len(j.t, fl.Phases, 1)
+	p := fl.Phases[0]
+	var f []span
+	var fStall time.Duration
+	for _, h := range p.Checkpoints.History {
+		end := h.LatestAckTimestamp
+		if h.Status == "FAILED" {
+			end = h.FailureTimestamp
+		}
+		if h.Savepoint || (h.Status != "COMPLETED" && h.Status != "FAILED") || end < 0 {
+			continue
+		}
+		s := span{ID: h.ID, Status: h.Status, Trigger: time.Duration(h.TriggerTimestamp) * time.Millisecond, End: time.Duration(end) * time.Millisecond}
+		if h.ID == stalled {
+			fStall = s.End - s.Trigger
+		}
+		f = append(f, s)
+	}
+	fOver, fMin, fAfter := spansStats(f, stalled)
+	j.t.Logf("Flink: %d checkpoints, %d triggered while another was pending, least gap from an end to the next trigger %v, checkpoint %d took %v and the next came %v after it",
+		len(f), fOver, fMin, stalled, fStall, fAfter)
+	j.true("Flink took several periodic checkpoints", len(f) >= 3, f)
+	if stalled > 0 {
+		j.true("Flink's stalled checkpoint lasted the stall", fStall >= stall, fStall)
+	}
+	if sl == nil {
+		return
+	}
+	var s []span
+	var sStall time.Duration
+	for _, h := range sl.phases[0].history {
+		if h.Savepoint || (h.Status != engine.CheckpointCompleted && h.Status != engine.CheckpointFailed) {
+			continue
+		}
+		s = append(s, span{ID: h.ID, Status: h.Status, Trigger: h.Trigger, End: h.End})
+		if h.ID == stalled {
+			sStall = h.End - h.Trigger
+		}
+	}
+	sOver, sMin, sAfter := spansStats(s, stalled)
+	j.t.Logf("StateLab: %d checkpoints, %d triggered while another was pending, least gap from an end to the next trigger %v, checkpoint %d took %v and the next came %v after it",
+		len(s), sOver, sMin, stalled, sStall, sAfter)
+	j.true("StateLab took several periodic checkpoints", len(s) >= 3, s)
+	j.equal("checkpoints triggered while another was pending", sOver, fOver)
+	if stalled > 0 {
+		j.equal("the stalled checkpoint lasted the stall", sStall >= stall, fStall >= stall)
+	}
+	if pause > 0 {
+		j.equal("each checkpoint triggered at least the min pause after the previous one ended", sMin >= pause, fMin >= pause)
+	}
+}
