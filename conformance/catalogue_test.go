@@ -451,6 +451,35 @@ func catalogue() []*scenario {
 			},
 		},
 		{
+			// The sink's pending transactions in the latest checkpoint cut
+			// off at their first element (Flink: its operator-state files
+			// truncated there, found through Checkpoints.loadCheckpointMetadata;
+			// StateLab: the element cut short in the metadata, whose CRC32C
+			// is made to match), then source#0 fails: every restore fails
+			// decoding that element, and fixed-delay gives up.
+			name: "corrupt-pending-transactions",
+			claim: "Checkpointed operator state that does not decode fails the restore, nothing is skipped: the sink's pending " +
+				"transactions in the latest checkpoint cut off at their first element fail every restore (Flink: " +
+				"StreamTaskStateInitializerImpl fails the task; StateLab: decodeElements, ErrCorruptCheckpoint), each a " +
+				"restart attempt, until fixed-delay (attempts 2) gives up and the job FAILED",
+			spec: withBackend(wordCount(2, "exactly-once", map[string]any{"interval": "100ms"},
+				map[string]any{"strategy": "fixed-delay", "attempts": 2, "delay": "100ms"}), "fs"),
+			partitions: map[string]int{"source": 2},
+			lines:      map[string][][]string{"source": {genLines(44, 60, 3)}},
+			phases: []phase{{
+				flinkFaults:    []flinkFault{{Kind: corruptPending, Task: "source#0"}},
+				statelabFaults: []slFault{{cmd: corruptPending, task: "source#0"}},
+				holdInput:      true,
+			}},
+			slots: 4,
+			check: checkCorruptPending,
+			differs: []difference{
+				{why: "Flink deploys the restarted tasks and the sink fails decoding its state, so each try also restarts " +
+					"the subtasks; StateLab checks the checkpoint before it deploys anything, so its subtasks are not " +
+					"restarted per try (restarts per subtask are not compared)", ui: "explain.simplified.restoreChecksFirst"},
+			},
+		},
+		{
 			name:       "taskmanager-lost",
 			claim:      "Losing a TaskManager fails every subtask it ran; with an all-to-all (hash) edge the whole job is one region and restarts from the latest checkpoint, results exactly once",
 			spec:       wordCount(2, "exactly-once", map[string]any{"interval": "50ms"}, map[string]any{"strategy": "fixed-delay", "attempts": 3, "delay": "100ms"}),
@@ -1936,6 +1965,32 @@ func checkBrokenLatest(j *judge, sl *slResult, fl *trace) {
 	// StateLab checks the checkpoint's files (state.Storage.Verify) before it
 	// deploys, so a restore that fails deploys nothing.
 	j.t.Logf("restarts per subtask (not compared): StateLab %v, Flink %v", sp.deploys, p.Attempts)
+}
+
+// checkCorruptPending: as checkBrokenLatest (the job FAILED, statuses,
+// every restore of the damaged latest checkpoint), and why the restores
+// failed: on StateLab the element that does not decode; Flink's root causes
+// are logged (they name no file).
+func checkCorruptPending(j *judge, sl *slResult, fl *trace) {
+	checkBrokenLatest(j, sl, fl)
+	p := fl.Phases[0]
+	causes := map[string]int{}
+	for _, e := range p.Exceptions {
+		causes[e.RootCause]++
+	}
+	j.t.Logf("Flink's root causes: %v", causes)
+	if sl == nil {
+		return
+	}
+	sp := sl.phases[0]
+	decode := 0
+	for _, e := range sp.restoreFailedMessages {
+		if strings.Contains(e, "\"pending-transactions\", element 0 does not decode") {
+			decode++
+		}
+	}
+	j.t.Logf("StateLab's failed restores: %q", sp.restoreFailedMessages)
+	j.true("StateLab's failed restores name the pending transaction that does not decode", decode > 0 && decode == len(sp.restoreFailedMessages), sp.restoreFailedMessages)
 }
 
 // flinkAsync is Flink's CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION message.

@@ -181,6 +181,14 @@ type slFault struct {
 // then crashes task, as flinkref's break-latest-checkpoint does.
 const breakLatest = "break-latest-checkpoint"
 
+// corruptPending is the slFault that, once a checkpoint completed and none
+// is in progress, cuts off the first "pending-transactions" element of every
+// subtask in the latest checkpoint's metadata (the metadata's CRC32C made
+// to match: a writer that wrote it short) and then crashes task, as
+// flinkref's corrupt-pending-transactions cuts the sink's state files off at
+// that element.
+const corruptPending = "corrupt-pending-transactions"
+
 // stallSnapshot is the slFault that stalls one snapshot: not a command, an
 // engine option the harness sets when it starts the Stepper.
 const stallSnapshot = "stall-snapshot"

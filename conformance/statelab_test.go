@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
@@ -58,7 +60,9 @@ type slPhase struct {
 	// brokenCheckpoint: the checkpoint a breakLatest fault broke; restoreFailed:
 	// the checkpoint each failed restore tried (from its event's message)
 	brokenCheckpoint int64
-	restoreFailed    []int64
+	// restoreFailedMessages: the failed restores' messages
+	restoreFailedMessages []string
+	restoreFailed         []int64
 	// channelStateCheckpoint: the first checkpoint completed unaligned with
 	// channel state when an afterChannelState fault fired; replayed: the
 	// records of channel state the restored subtasks replayed (events)
@@ -186,8 +190,8 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 	}
 	for _, ph := range sc.phases {
 		for _, f := range ph.statelabFaults {
-			if f.cmd == breakLatest {
-				opts.Dir = t.TempDir() // checkpoint files the fault can delete
+			if f.cmd == breakLatest || f.cmd == corruptPending {
+				opts.Dir = t.TempDir() // checkpoint files the fault can delete or damage
 			}
 		}
 	}
@@ -322,6 +326,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			// A crash waits for its subtask to run again (after an earlier
 			// fault's restart), as Flink's throw fires in a running subtask.
 			due := func(sn *engine.Snapshot) bool {
+				if f.cmd == corruptPending && (sn.Checkpoints.Counts.Completed < 1 || sn.Checkpoints.Counts.InProgress > 0) {
+					return false
+				}
 				if f.cmd == breakLatest && (sn.Checkpoints.Counts.Completed < 2 || sn.Checkpoints.Counts.InProgress > 0) {
 					return false
 				}
@@ -334,7 +341,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				if f.whileRestarting > 0 && (sn.Job.Status != engine.JobRestarting || sn.At-lastFaultAt < f.whileRestarting) {
 					return false
 				}
-				return recordsIn(sn, f.task) >= f.afterRecords && ((f.cmd != engine.CmdCrashSubtask && f.cmd != breakLatest) || taskStatus(sn, f.task) == engine.TaskRunning)
+				return recordsIn(sn, f.task) >= f.afterRecords && ((f.cmd != engine.CmdCrashSubtask && f.cmd != breakLatest && f.cmd != corruptPending) || taskStatus(sn, f.task) == engine.TaskRunning)
 			}
 			if _, err := s.RunUntil(due, stepsPerPhase); err != nil {
 				return res, fmt.Errorf("phase %d: waiting for %s to take in %d records: %w", i, f.task, f.afterRecords, err)
@@ -351,6 +358,19 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				// Statuses and redeploys are counted from the first fault on (a
 				// scenario with several faults sees every restart they cause).
 				faultMark = len(events)
+			}
+			if f.cmd == corruptPending {
+				sn := s.Snapshot()
+				id, err := cutLatestPendingTransactions(opts.Dir, &sn)
+				if err != nil {
+					return res, fmt.Errorf("phase %d: %w", i, err)
+				}
+				p.brokenCheckpoint = id
+				if err := s.Do(engine.Command{Name: engine.CmdCrashSubtask, Task: f.task}); err != nil {
+					return res, fmt.Errorf("phase %d: crash %s: %w", i, f.task, err)
+				}
+				lastFaultAt = s.Snapshot().At
+				continue
 			}
 			if f.cmd == breakLatest {
 				sn := s.Snapshot()
@@ -465,8 +485,12 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				var id int64
 				if k := strings.Index(e.Message, "from checkpoint "); k >= 0 {
 					fmt.Sscanf(e.Message[k+len("from checkpoint "):], "%d", &id)
+				} else if k := strings.Index(e.Message, "corrupt checkpoint: checkpoint "); k >= 0 {
+					// operator state that does not decode (engine's decodeElements)
+					fmt.Sscanf(e.Message[k+len("corrupt checkpoint: checkpoint "):], "%d", &id)
 				}
 				p.restoreFailed = append(p.restoreFailed, id)
+				p.restoreFailedMessages = append(p.restoreFailedMessages, e.Message)
 			}
 			if e.Kind == engine.EvUnalignedCheckpoint && strings.Contains(e.Message, "channel state before new input") {
 				// "X replayed N record(s) of channel state before new input (…)"
@@ -787,6 +811,62 @@ func deleteLatestCheckpointFiles(dir string, sn *engine.Snapshot) (int64, error)
 		return 0, fmt.Errorf("checkpoint %d has no state file in %s", latest, chk)
 	}
 	return latest, nil
+}
+
+// cutLatestPendingTransactions cuts off the first "pending-transactions"
+// element of every subtask in the latest retained checkpoint's metadata (a
+// JSON value cut short) and rewrites the metadata's header with a CRC32C
+// and length that match, so only decoding the element can find it. It
+// returns the checkpoint's id.
+func cutLatestPendingTransactions(dir string, sn *engine.Snapshot) (int64, error) {
+	var latest int64
+	for _, c := range sn.Checkpoints.Retained {
+		if !c.Savepoint && c.ID > latest {
+			latest = c.ID
+		}
+	}
+	if latest == 0 {
+		return 0, fmt.Errorf("no retained checkpoint to damage")
+	}
+	p := filepath.Join(dir, "checkpoints", sn.Job.CheckpointDir, fmt.Sprintf("chk-%d", latest), "_metadata")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, err
+	}
+	nl := bytes.IndexByte(b, '\n')
+	head := bytes.Fields(b[:max(nl, 0)])
+	if nl < 0 || len(head) < 3 {
+		return 0, fmt.Errorf("%s: no metadata header", p)
+	}
+	var m state.CheckpointMetadata
+	if err := json.Unmarshal(b[nl+1:], &m); err != nil {
+		return 0, fmt.Errorf("%s: %w", p, err)
+	}
+	cut := 0
+	for i := range m.Operators {
+		for _, st := range m.Operators[i].Subtasks {
+			if st.Operator == nil {
+				continue
+			}
+			for k := range st.Operator.States {
+				if es := st.Operator.States[k].Elements; st.Operator.States[k].Name == "pending-transactions" && len(es) > 0 {
+					es[0] = es[0][:len(es[0])/2]
+					cut++
+				}
+			}
+		}
+	}
+	if cut == 0 {
+		return 0, fmt.Errorf("checkpoint %d holds no pending transaction", latest)
+	}
+	body, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	body = append(body, '\n')
+	// The header: the magic (two words), then the body's CRC32C and length.
+	hdr := fmt.Sprintf("%s %s crc32c=%08x length=%d\n", head[0], head[1], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)), len(body))
+	return latest, os.WriteFile(p, append([]byte(hdr), body...), 0o644)
 }
 
 func allRunning(sn *engine.Snapshot) bool {

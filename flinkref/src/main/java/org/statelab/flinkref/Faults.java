@@ -14,7 +14,7 @@ public final class Faults {
 
     /** One fault. */
     public static final class Fault {
-        /** throw, stall-checkpoint, tm-lost, break-latest-checkpoint or slow. */
+        /** throw, stall-checkpoint, tm-lost, break-latest-checkpoint, corrupt-pending-transactions or slow. */
         public String kind;
         /** "operator#subtask" the fault is attached to. */
         public String task;
@@ -104,6 +104,9 @@ public final class Faults {
             if ("break-latest-checkpoint".equals(f.kind) && task.equals(f.task)) {
                 breakLatest(f, task);
             }
+            if ("corrupt-pending-transactions".equals(f.kind) && task.equals(f.task)) {
+                corruptPending(f, task);
+            }
             if ("throw".equals(f.kind) && f.whileRestartingMillis >= 0 && task.equals(f.task)
                     && Trace.processedSoFar(task) >= f.afterRecords && restartingLongEnough(f)
                     && f.fired.compareAndSet(false, true)) {
@@ -172,6 +175,61 @@ public final class Faults {
         f.checkpoint = latest;
         throw new InjectedFailure("StateLab fault: " + task + " fails after deleting the " + deleted
                 + " state file(s) of checkpoint " + latest);
+    }
+
+    /**
+     * corrupt-pending-transactions: once a checkpoint completed (chk-N with its _metadata) and the latest is the
+     * last one task snapshotted, cuts every operator-state file of that checkpoint holding a "pending-transactions"
+     * element off at its first element (what Flink's own Checkpoints.loadCheckpointMetadata says the handles
+     * and offsets are), so that element does not decode (a short write), and fails task. Like break-latest-checkpoint
+     * it runs in the task's thread, so no newer checkpoint can complete after it.
+     */
+    private static void corruptPending(Fault f, String task) {
+        java.io.File dir = checkpointDir;
+        if (dir == null || f.fired.get()) {
+            return;
+        }
+        java.io.File[] chks = dir.listFiles((d, n) -> n.startsWith("chk-") && new java.io.File(d, n + "/_metadata").isFile());
+        if (chks == null || chks.length < 1) {
+            return;
+        }
+        long latest = -1;
+        for (java.io.File c : chks) {
+            latest = Math.max(latest, Long.parseLong(c.getName().substring("chk-".length())));
+        }
+        Long snap = lastSnapshot.get(task);
+        if (snap == null || snap != latest || !f.fired.compareAndSet(false, true)) {
+            return;
+        }
+        java.io.File chk = new java.io.File(dir, "chk-" + latest);
+        int cut = 0;
+        try (java.io.DataInputStream in = new java.io.DataInputStream(
+                new java.io.FileInputStream(new java.io.File(chk, "_metadata")))) {
+            org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata md =
+                    org.apache.flink.runtime.checkpoint.Checkpoints.loadCheckpointMetadata(
+                            in, Faults.class.getClassLoader(), chk.toString());
+            for (org.apache.flink.runtime.checkpoint.OperatorState os : md.getOperatorStates()) {
+                for (org.apache.flink.runtime.checkpoint.OperatorSubtaskState ss : os.getStates()) {
+                    for (org.apache.flink.runtime.state.OperatorStateHandle h : ss.getManagedOperatorState()) {
+                        var meta = h.getStateNameToPartitionOffsets().get("pending-transactions");
+                        if (meta == null || meta.getOffsets().length == 0
+                                || !(h.getDelegateStateHandle() instanceof org.apache.flink.runtime.state.filesystem.FileStateHandle fh)) {
+                            continue;
+                        }
+                        try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(
+                                new java.io.File(fh.getFilePath().toUri()), "rw")) {
+                            raf.setLength(meta.getOffsets()[0]);
+                            cut++;
+                        }
+                    }
+                }
+            }
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("corrupt-pending-transactions: " + e, e);
+        }
+        f.checkpoint = latest;
+        throw new InjectedFailure("StateLab fault: " + task + " fails after cutting off the pending transactions of "
+                + cut + " sink subtask(s) in checkpoint " + latest);
     }
 
     /** Stalls the synchronous part of a snapshot if a stall-checkpoint fault names it. */

@@ -376,7 +376,8 @@ final class Runner {
             conf.addAll(Configuration.fromMap(Map.of(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION.key(),
                     "RETAIN_ON_CANCELLATION")));
         }
-        if (faults.stream().anyMatch(f -> "break-latest-checkpoint".equals(f.kind))) {
+        if (faults.stream().anyMatch(f -> "break-latest-checkpoint".equals(f.kind)
+                || "corrupt-pending-transactions".equals(f.kind))) {
             // Every state in a file of the checkpoint directory (none inlined in the metadata), so deleting a
             // checkpoint's files breaks all its state.
             conf.set(CheckpointingOptions.FS_SMALL_FILE_THRESHOLD, org.apache.flink.configuration.MemorySize.ZERO);
@@ -555,7 +556,8 @@ final class Runner {
             }
         }
         for (Faults.Fault f : faults) {
-            if ("break-latest-checkpoint".equals(f.kind) && f.fired.get()) {
+            if (("break-latest-checkpoint".equals(f.kind) || "corrupt-pending-transactions".equals(f.kind))
+                    && f.fired.get()) {
                 pt.put("brokenCheckpoint", f.checkpoint);
             }
         }
