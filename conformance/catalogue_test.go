@@ -406,6 +406,7 @@ func catalogue() []*scenario {
 		alignedTimeoutSwitches(),
 		maxConcurrentOne(),
 		minPauseBetween(),
+		procTimersDueAfterRestore(),
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
 		atLeastOnceBarriersDoNotBlock(),

@@ -229,6 +229,9 @@ type flinkFault struct {
 	AfterChannelState bool `json:"afterChannelState,omitempty"`
 	// AfterCompleted (throw): fire only once this many checkpoints completed
 	AfterCompleted int64 `json:"afterCompleted,omitempty"`
+	// OnPoll (throw, on a source): fire on a poll, a record or not, once
+	// AfterCompleted checkpoints completed
+	OnPoll bool `json:"onPoll,omitempty"`
 }
 
 // trace is what flinkref wrote for one scenario.
@@ -372,6 +375,10 @@ type operatorEvent struct {
 	Key   string `json:"key"`
 	Timer int64  `json:"timer"`
 	Last  int64  `json:"last"`
+	// a processing-time alert: when it fired and when its subtask's
+	// attempt opened (wall clock, ms)
+	FiredAt  int64 `json:"firedAt"`
+	OpenedAt int64 `json:"openedAt"`
 	// the event-time timers an alerts subtask restored (event "timers"):
 	// key, timestamp, and what the function's state needs it for (event,
 	// alert, event+alert, or stale: flinkref's Alerts never deletes a timer)

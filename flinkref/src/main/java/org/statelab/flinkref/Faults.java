@@ -39,6 +39,11 @@ public final class Faults {
         public boolean afterChannelState;
         /** throw: fire only once this many checkpoints (not savepoints) completed (the runner counts them). */
         public long afterCompleted;
+        /**
+         * throw: fire on a poll of the source task (a record or not) once afterCompleted checkpoints completed, so it
+         * also fires after the source has read all its input.
+         */
+        public boolean onPoll;
 
         final AtomicBoolean fired = new AtomicBoolean();
         /** stall-checkpoint: the stall is over (slept its time, or interrupted when the task was cancelled). */
@@ -106,6 +111,11 @@ public final class Faults {
             }
             if ("corrupt-pending-transactions".equals(f.kind) && task.equals(f.task)) {
                 corruptPending(f, task);
+            }
+            if ("throw".equals(f.kind) && f.onPoll && task.equals(f.task) && completedCheckpoints >= f.afterCompleted
+                    && f.fired.compareAndSet(false, true)) {
+                throw new InjectedFailure("StateLab fault: " + task + " fails once " + completedCheckpoints
+                        + " checkpoint(s) completed");
             }
             if ("throw".equals(f.kind) && f.whileRestartingMillis >= 0 && task.equals(f.task)
                     && Trace.processedSoFar(task) >= f.afterRecords && restartingLongEnough(f)

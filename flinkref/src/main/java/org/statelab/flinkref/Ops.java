@@ -412,9 +412,13 @@ final class Ops {
             this.ttl = ttl;
         }
 
+        /** When this attempt of the subtask opened (wall clock, ms): after a restore, when its timers came back. */
+        private transient long openedAt;
+
         @Override
         public void open(OpenContext ctx) {
             task = id + "#" + getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            openedAt = System.currentTimeMillis();
             ValueStateDescriptor<Long> l = new ValueStateDescriptor<>("last", Types.LONG);
             ValueStateDescriptor<Long> c = new ValueStateDescriptor<>("count", Types.LONG);
             if (ttl != null) {
@@ -448,6 +452,16 @@ final class Ops {
                         "no event for " + Specs.goDuration(timeout) + " after " + Specs.goDuration(l), ts));
                 last.clear();
                 count.clear();
+                // When the timer fired against when it was due and when the subtask opened (wall clock, ms): a
+                // timer restored already due fires at once (InternalTimerServiceImpl.startTimerService).
+                int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+                Map<String, Object> e = event("alert", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
+                e.put("key", ctx.getCurrentKey());
+                e.put("timer", ts);
+                e.put("last", l);
+                e.put("firedAt", System.currentTimeMillis());
+                e.put("openedAt", openedAt);
+                Trace.event(e);
             }
         }
     }

@@ -352,6 +352,7 @@ final class Runner {
             x.whileRestartingMillis = f.path("whileRestartingMillis").asLong(-1);
             x.afterChannelState = f.path("afterChannelState").asBoolean(false);
             x.afterCompleted = f.path("afterCompleted").asLong(0);
+            x.onPoll = f.path("onPoll").asBoolean(false);
             faults.add(x);
         }
         Faults.set(faults);
