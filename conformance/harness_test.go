@@ -230,7 +230,8 @@ type flinkFault struct {
 	// AfterCompleted (throw): fire only once this many checkpoints completed
 	AfterCompleted int64 `json:"afterCompleted,omitempty"`
 	// OnPoll (throw, on a source): fire on a poll, a record or not, once
-	// AfterCompleted checkpoints completed
+	// the source's subtasks read AfterRecords together and AfterCompleted
+	// checkpoints completed after that
 	OnPoll bool `json:"onPoll,omitempty"`
 }
 

@@ -12,9 +12,10 @@ import (
 )
 
 // procTimersDueAfterRestore: processing-time alerts (timeout 2 s) for
-// single-word lines, all read before the first checkpoint; once checkpoint 1
-// completed source#0 fails (flinkref: a throw on a poll, onPoll; StateLab:
-// crash-subtask once a checkpoint completed), and fixed-delay waits 3 s
+// single-word lines; once a checkpoint completed after the sources read all
+// 30 records source#0 fails (flinkref: a throw on a poll, onPoll; StateLab:
+// crash-subtask once it read them and a checkpoint completed: its first
+// holds them), and fixed-delay waits 3 s
 // before the restart. The restored timers are then all past their time:
 // they fire at once after the restore (Flink: InternalTimerServiceImpl.
 // startTimerService schedules the earliest restored timer and the
@@ -33,8 +34,17 @@ func procTimersDueAfterRestore() *scenario {
 		partitions: map[string]int{"source": 2},
 		lines:      map[string][][]string{"source": {genLines(99, 30, 1)}},
 		phases: []phase{{
-			flinkFaults:    []flinkFault{{Kind: "throw", Task: "source#0", AfterCompleted: 1, OnPoll: true}},
-			statelabFaults: []slFault{{cmd: engine.CmdCrashSubtask, task: "source#0", afterCompleted: 1}},
+			// Flink's fault waits until both sources read their 30 records
+			// and three more checkpoints completed: the third was triggered
+			// after they read them, whichever was pending then and however
+			// late the runner's statistics poll saw one complete (found by
+			// running Flink: waiting for any completed checkpoint, or for
+			// one completed after the read, it fired after a checkpoint that
+			// held none or part of the input, in a warm JVM, and the records
+			// read again began new sessions); StateLab's first checkpoint
+			// holds the whole input (its Stepper is deterministic)
+			flinkFaults:    []flinkFault{{Kind: "throw", Task: "source#0", AfterRecords: 30, AfterCompleted: 3, OnPoll: true}},
+			statelabFaults: []slFault{{cmd: engine.CmdCrashSubtask, task: "source#0", afterRecords: 15, afterCompleted: 1}},
 			awaitFaults:    true,
 		}},
 		slots: 4,

@@ -40,10 +40,13 @@ public final class Faults {
         /** throw: fire only once this many checkpoints (not savepoints) completed (the runner counts them). */
         public long afterCompleted;
         /**
-         * throw: fire on a poll of the source task (a record or not) once afterCompleted checkpoints completed, so it
-         * also fires after the source has read all its input.
+         * throw: fire on a poll of the source task (a record or not) once the subtasks of its operator have read
+         * afterRecords records together and afterCompleted more checkpoints completed after that, so it also fires
+         * after the sources have read all their input, and the checkpoint before the failure holds what they read.
          */
         public boolean onPoll;
+        /** onPoll: the checkpoints completed when the task had read afterRecords (-1 before). */
+        volatile long completedAtRecords = -1;
 
         final AtomicBoolean fired = new AtomicBoolean();
         /** stall-checkpoint: the stall is over (slept its time, or interrupted when the task was cancelled). */
@@ -112,7 +115,12 @@ public final class Faults {
             if ("corrupt-pending-transactions".equals(f.kind) && task.equals(f.task)) {
                 corruptPending(f, task);
             }
-            if ("throw".equals(f.kind) && f.onPoll && task.equals(f.task) && completedCheckpoints >= f.afterCompleted
+            if ("throw".equals(f.kind) && f.onPoll && task.equals(f.task) && f.completedAtRecords < 0
+                    && Trace.processedByOperator(task.substring(0, task.lastIndexOf('#'))) >= f.afterRecords) {
+                f.completedAtRecords = completedCheckpoints;
+            }
+            if ("throw".equals(f.kind) && f.onPoll && task.equals(f.task) && f.completedAtRecords >= 0
+                    && completedCheckpoints >= f.completedAtRecords + f.afterCompleted
                     && f.fired.compareAndSet(false, true)) {
                 throw new InjectedFailure("StateLab fault: " + task + " fails once " + completedCheckpoints
                         + " checkpoint(s) completed");
@@ -140,7 +148,7 @@ public final class Faults {
                     Thread.currentThread().interrupt();
                 }
             }
-            if ("throw".equals(f.kind) && task.equals(f.task) && n >= f.afterRecords && restartingLongEnough(f)
+            if ("throw".equals(f.kind) && !f.onPoll && task.equals(f.task) && n >= f.afterRecords && restartingLongEnough(f)
                     && (!f.afterChannelState || channelStateCheckpoint > 0)
                     && completedCheckpoints >= f.afterCompleted
                     && f.fired.compareAndSet(false, true)) {

@@ -105,6 +105,17 @@ public final class Trace {
         return n == null ? 0 : n.get();
     }
 
+    /** The records every subtask of operator op has processed in this phase, together. */
+    static long processedByOperator(String op) {
+        long n = 0;
+        for (Map.Entry<String, AtomicLong> e : processed.entrySet()) {
+            if (e.getKey().startsWith(op + "#")) {
+                n += e.getValue().get();
+            }
+        }
+        return n;
+    }
+
     static void resetProcessed() {
         processed.clear();
     }
