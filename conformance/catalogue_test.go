@@ -403,6 +403,7 @@ func catalogue() []*scenario {
 		unalignedWhileRunning(),
 		savepointStaysAligned(),
 		checkpointAfterSavepoint(),
+		incrementalUploadsNew(),
 		alignedTimeoutSwitches(),
 		maxConcurrentOne(),
 		minPauseBetween(),

@@ -721,3 +721,106 @@ func checkRestoreOlder(j *judge, sl *slResult, fl *trace) {
 	j.equal("the restore's cost as StateLab states it (records read again, sink records written again)",
 		cost, []int64{int64(len(c2) + len(c3)), int64(d)})
 }
+
+// uniqueLines makes n lines of words distinct from every other line's (w
+// followed by the word's number from first on), so that a word count holds
+// one key per word: state large enough that its files, not the files an
+// LSM backend writes with every checkpoint (its MANIFEST and OPTIONS on
+// RocksDB), make most of a full checkpoint.
+func uniqueLines(first, n, words int) []string {
+	out := make([]string, n)
+	for i := range out {
+		ws := make([]string, words)
+		for k := range ws {
+			ws[k] = fmt.Sprintf("w%06d", first+i*words+k)
+		}
+		out[i] = strings.Join(ws, " ")
+	}
+	return out
+}
+
+// incrementalUploadsNew decides that an incremental checkpoint writes only
+// what is new since the previous one: word count at 2 on the LSM backend
+// (StateLab's pebble, Flink's EmbeddedRocksDBStateBackend) with incremental
+// checkpoints, 18,000 distinct words read, a checkpoint by hand, 5 lines of
+// words already counted read, a second checkpoint by hand. Compared: the
+// first writes about all its state (checkpointed size at least 90% of its
+// full size), the second far less than its full size (under a quarter), and
+// its full size about the first's (the keys did not change). Flink's sizes
+// are its checkpoint statistics (AbstractCheckpointStats.getCheckpointedSize
+// and getStateSize: RocksIncrementalSnapshotStrategy uploads only SST files
+// no earlier confirmed checkpoint holds, the rest are placeholders to the
+// shared ones, and their sizes count toward the full size only).
+func incrementalUploadsNew() *scenario {
+	first := uniqueLines(0, 6000, 3)
+	return &scenario{
+		name: "incremental-uploads-new-files",
+		claim: "An incremental checkpoint writes only the files no earlier checkpoint holds: with little new input between " +
+			"two checkpoints the second's checkpointed size is far below its full state size",
+		spec:       withBackend(wordCount(2, "at-least-once", map[string]any{"incremental": true}, nil), "pebble"),
+		partitions: map[string]int{"source": 2},
+		lines: map[string][][]string{"source": {
+			first,       // phase 0: 18,000 distinct words, read before the first checkpoint
+			first[:5],   // read between the checkpoints: 15 words counted again
+			first[5:15], // holds the sources, never read
+		}},
+		phases: []phase{{
+			steps:  []string{stepCheckpoint, stepRead, stepCheckpoint},
+			cancel: true,
+		}},
+		slots: 4,
+		check: checkIncrementalUploadsNew,
+	}
+}
+
+// twoSizes is the full and checkpointed size of a history's first two
+// completed checkpoints.
+type twoSizes struct {
+	Full, Checkpointed [2]int64
+	N                  int
+}
+
+func (s twoSizes) String() string {
+	return fmt.Sprintf("first %d of %d bytes written (%.0f%%), second %d of %d (%.0f%%)",
+		s.Checkpointed[0], s.Full[0], 100*float64(s.Checkpointed[0])/float64(max(1, s.Full[0])),
+		s.Checkpointed[1], s.Full[1], 100*float64(s.Checkpointed[1])/float64(max(1, s.Full[1])))
+}
+
+// verdict is what the scenario compares: the first wrote about all its
+// state, the second far less than its full size, the full sizes alike.
+func (s twoSizes) verdict() []bool {
+	return []bool{s.N == 2,
+		float64(s.Checkpointed[0]) >= 0.9*float64(s.Full[0]),
+		float64(s.Checkpointed[1]) < 0.25*float64(s.Full[1]),
+		float64(s.Full[1]) >= 0.8*float64(s.Full[0]) && float64(s.Full[1]) <= 1.25*float64(s.Full[0])}
+}
+
+func checkIncrementalUploadsNew(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 1)
+	p := fl.Phases[0]
+	var f twoSizes
+	for _, h := range p.Checkpoints.History {
+		if h.Status == "COMPLETED" && !h.Savepoint && f.N < 2 {
+			f.Full[f.N], f.Checkpointed[f.N] = h.StateSize, h.CheckpointedSize
+			f.N++
+		}
+	}
+	for _, h := range p.Checkpoints.History {
+		j.t.Logf("Flink: checkpoint %d %s savepoint %v: %d of %d bytes written", h.ID, h.Status, h.Savepoint, h.CheckpointedSize, h.StateSize)
+	}
+	j.t.Logf("Flink: %v", f)
+	j.true("Flink took both checkpoints", stepErrors(&p) == "" && f.N == 2, p.Checkpoints.History)
+	if sl == nil {
+		return
+	}
+	var s twoSizes
+	for _, h := range sl.phases[0].history {
+		if h.Status == engine.CheckpointCompleted && !h.Savepoint && s.N < 2 {
+			s.Full[s.N], s.Checkpointed[s.N] = h.StateSize, h.CheckpointedSize
+			s.N++
+		}
+	}
+	j.t.Logf("StateLab: %v", s)
+	j.equal("two checkpoints; the first wrote >= 90% of its state; the second < 25% of its; full sizes within 25%",
+		s.verdict(), f.verdict())
+}

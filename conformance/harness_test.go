@@ -329,6 +329,11 @@ type checkpointTrace struct {
 		// subtask ("count#1")
 		PersistedData int64            `json:"persistedData"`
 		PersistedBy   map[string]int64 `json:"persistedBy"`
+		// StateSize and CheckpointedSize: the full state and what this
+		// checkpoint wrote (AbstractCheckpointStats.getStateSize /
+		// getCheckpointedSize, bytes)
+		StateSize        int64 `json:"stateSize"`
+		CheckpointedSize int64 `json:"checkpointedSize"`
 		// AlignmentBy: each subtask's barrier alignment (ms)
 		AlignmentBy map[string]int64 `json:"alignmentBy"`
 		// TriggerTimestamp, LatestAckTimestamp (-1 without an ack) and, for

@@ -116,6 +116,10 @@ type cpEntry struct {
 	Unaligned bool   `json:"unaligned"`
 	// ChannelState: the in-flight records it persisted (bytes)
 	ChannelState int64 `json:"channelState"`
+	// StateSize and CheckpointedSize: its full state and what it wrote
+	// itself (an incremental checkpoint's new files), bytes
+	StateSize        int64 `json:"stateSize"`
+	CheckpointedSize int64 `json:"checkpointedSize"`
 	// Alignment: each subtask's barrier alignment
 	Alignment map[string]time.Duration `json:"-"`
 	// Trigger and End: when it was triggered and when it completed or
@@ -470,6 +474,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				align[a.Task] = a.AlignmentDuration
 			}
 			p.history = append(p.history, cpEntry{ID: h.ID, Status: h.Status, Savepoint: h.Savepoint, Unaligned: h.Unaligned, ChannelState: h.ChannelStateSize, Alignment: align,
+				StateSize: h.StateSize, CheckpointedSize: h.CheckpointedSize,
 				Trigger: h.TriggerTime, End: h.TriggerTime + h.EndToEndDuration})
 		}
 		p.notified = notifications(events[mark:])

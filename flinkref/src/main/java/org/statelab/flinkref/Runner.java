@@ -931,6 +931,11 @@ final class Runner {
                 if (s instanceof org.apache.flink.runtime.checkpoint.FailedCheckpointStats f) {
                     m.put("failureTimestamp", f.getFailureTimestamp());
                 }
+                // Its full state size and what it wrote itself (an incremental checkpoint's new files; bytes):
+                // AbstractCheckpointStats.getStateSize / getCheckpointedSize, the web UI's "Full Checkpoint Data
+                // Size" and "Checkpointed Data Size"
+                m.put("stateSize", s.getStateSize());
+                m.put("checkpointedSize", s.getCheckpointedSize());
                 // In-flight data persisted as channel state (bytes), and by which vertex
                 m.put("persistedData", s.getPersistedData());
                 Map<String, Long> by = new java.util.TreeMap<>();
