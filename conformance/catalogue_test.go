@@ -408,6 +408,7 @@ func catalogue() []*scenario {
 		maxConcurrentOne(),
 		minPauseBetween(),
 		procTimersDueAfterRestore(),
+		watermarksNotCheckpointed(),
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
 		atLeastOnceBarriersDoNotBlock(),

@@ -393,6 +393,10 @@ type operatorEvent struct {
 		Timestamp int64  `json:"timestamp"`
 		Role      string `json:"role"`
 	} `json:"timers"`
+	// an alerts subtask's event time (its timer service's current
+	// watermark) as it opened (event "timers") and at a checkpoint it took
+	// (event "snapshot", with Checkpoint)
+	Watermark *int64 `json:"watermark"`
 	// a two-phase sink subtask notified that a checkpoint completed (event
 	// "notified"): the checkpoint, and the transactions it committed
 	Checkpoint int64       `json:"checkpoint"`

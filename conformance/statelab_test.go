@@ -76,6 +76,12 @@ type slPhase struct {
 	afterFaultIn       map[string]int64
 	afterFaultOffsets  map[string][]engine.PartitionOffset
 	afterFaultRestored int64
+	// restoredWatermarks (with captureRestored): each alerts subtask's
+	// watermark right after the step in which it restored; ackWatermarks:
+	// each alerts subtask's watermark when it acknowledged a checkpoint (its
+	// last watermark event before the acknowledgement), by checkpoint
+	restoredWatermarks map[string]int64
+	ackWatermarks      map[int64]map[string]int64
 	// placedAtFault and placedAtEnd: the TaskManager each subtask ran on
 	// when the phase's first fault fired, and at the phase's end
 	placedAtFault map[string]string
@@ -478,6 +484,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				Trigger: h.TriggerTime, End: h.TriggerTime + h.EndToEndDuration})
 		}
 		p.notified = notifications(events[mark:])
+		p.ackWatermarks = ackWatermarks(events[mark:])
 		deployed := map[string]bool{}
 		for k, e := range events[mark:] {
 			if e.Kind == engine.EvRestore {
@@ -560,15 +567,25 @@ func captureRestored(t *testing.T, s *engine.Stepper, events *[]engine.Event, ma
 	}
 	want := 0
 	for _, o := range s.Snapshot().Job.Operators {
-		if o.Kind == engine.KindCount || o.Kind == engine.KindSource {
+		if o.Kind == engine.KindCount || o.Kind == engine.KindSource || o.Kind == engine.KindAlerts {
 			want += len(o.Subtasks)
 		}
 	}
-	if _, err := s.RunUntil(func(*engine.Snapshot) bool {
+	if _, err := s.RunUntil(func(sn *engine.Snapshot) bool {
 		n := 0
 		for task := range restored() {
-			if strings.HasPrefix(task, "count#") || strings.HasPrefix(task, "source#") {
+			if strings.HasPrefix(task, "count#") || strings.HasPrefix(task, "source#") || strings.HasPrefix(task, "alerts#") {
 				n++
+			}
+			if strings.HasPrefix(task, "alerts#") {
+				// its event time as it restored: read after the step the
+				// restore happened in, before any other step
+				if _, ok := p.restoredWatermarks[task]; !ok {
+					if p.restoredWatermarks == nil {
+						p.restoredWatermarks = map[string]int64{}
+					}
+					p.restoredWatermarks[task] = subtaskWatermark(sn, task)
+				}
 			}
 		}
 		return n == want
@@ -593,6 +610,47 @@ func captureRestored(t *testing.T, s *engine.Stepper, events *[]engine.Event, ma
 		}
 	}
 	return nil
+}
+
+// subtaskWatermark is task's current watermark in sn.
+func subtaskWatermark(sn *engine.Snapshot, task string) int64 {
+	for _, o := range sn.Job.Operators {
+		for _, st := range o.Subtasks {
+			if st.Name == task {
+				return st.Watermark
+			}
+		}
+	}
+	return engine.MinWatermark
+}
+
+// ackWatermarks is each alerts subtask's watermark when it acknowledged a
+// checkpoint: its last watermark event before the acknowledgement
+// (MinWatermark before any, and again from its restore on), by checkpoint.
+func ackWatermarks(events []engine.Event) map[int64]map[string]int64 {
+	wm := map[string]int64{}
+	out := map[int64]map[string]int64{}
+	for _, e := range events {
+		if !strings.HasPrefix(e.Task, "alerts#") {
+			continue
+		}
+		switch e.Kind {
+		case engine.EvRestore:
+			wm[e.Task] = engine.MinWatermark
+		case engine.EvWatermark:
+			wm[e.Task] = e.Watermark
+		case engine.EvCheckpointAck:
+			if out[e.Checkpoint] == nil {
+				out[e.Checkpoint] = map[string]int64{}
+			}
+			w, ok := wm[e.Task]
+			if !ok {
+				w = engine.MinWatermark
+			}
+			out[e.Checkpoint][e.Task] = w
+		}
+	}
+	return out
 }
 
 // placement is the TaskManager each subtask runs on.

@@ -371,8 +371,9 @@ final class Ops {
             task = id + "#" + i;
             Alerts fn = (Alerts) getUserFunction();
             List<Map<String, Object>> timers = new ArrayList<>();
-            getInternalTimerService("user-timers", org.apache.flink.runtime.state.VoidNamespaceSerializer.INSTANCE, this)
-                    .forEachEventTimeTimer((ns, ts) -> {
+            org.apache.flink.streaming.api.operators.InternalTimerService<?> ts0 = getInternalTimerService(
+                    "user-timers", org.apache.flink.runtime.state.VoidNamespaceSerializer.INSTANCE, this);
+            ts0.forEachEventTimeTimer((ns, ts) -> {
                         Map<String, Object> t = new LinkedHashMap<>();
                         t.put("key", getCurrentKey());
                         t.put("timestamp", ts);
@@ -381,6 +382,20 @@ final class Ops {
                     });
             Map<String, Object> e = event("timers", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
             e.put("timers", timers);
+            // The subtask's event time as it opens, after the restore: its timer service's current watermark
+            e.put("watermark", ts0.currentWatermark());
+            Trace.event(e);
+        }
+
+        /** Notes the subtask's event time (its timer service's current watermark) at each checkpoint it takes. */
+        @Override
+        public void snapshotState(org.apache.flink.runtime.state.StateSnapshotContext context) throws Exception {
+            super.snapshotState(context);
+            int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            Map<String, Object> e = event("snapshot", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber());
+            e.put("checkpoint", context.getCheckpointId());
+            e.put("watermark", getInternalTimerService("user-timers",
+                    org.apache.flink.runtime.state.VoidNamespaceSerializer.INSTANCE, this).currentWatermark());
             Trace.event(e);
         }
 

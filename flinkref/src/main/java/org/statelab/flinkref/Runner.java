@@ -507,9 +507,12 @@ final class Runner {
             long runningFor = (System.nanoTime() - start) / 1_000_000
                     - (long) transitions.get(transitions.size() - 1).get("atMillis");
             if (ph.has("steps") && !stepsDone && !stopping && st == JobStatus.RUNNING && limitsReached(input)
-                    && faultsDone) {
+                    && faultsDone && (!ph.path("awaitFaults").asBoolean(false) || (runningFor > 1000
+                    && transitions.stream().anyMatch(t -> "RESTARTING".equals(t.get("status")))))) {
                 // The phase's steps, in order, once its input is read: checkpoints and savepoints triggered by
-                // hand (each awaited), and more input read between them.
+                // hand (each awaited), and more input read between them. After faults it awaits, once the job
+                // restarted and has been RUNNING again for a second (right after a fault fired the job is still
+                // RUNNING, before its failover).
                 runSteps(id, ph.path("steps"), input, pt, !ph.path("skipRetained").asBoolean(false));
                 stepsDone = true;
             }
