@@ -17,7 +17,9 @@ func (b *browserEnv) tab() *browserEnv {
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	b.t.Cleanup(cancel)
 	require.NoError(b.t, chromedp.Do(ctx), "open a tab")
-	return &browserEnv{t: b.t, ctx: ctx, url: b.url, srv: b.srv}
+	nb := &browserEnv{t: b.t, ctx: ctx, url: b.url, srv: b.srv, motion: b.motion}
+	nb.emulateMotion()
+	return nb
 }
 
 const jsReady = `document.getElementById('workspace')?.dataset.ready === 'true' && document.querySelectorAll('.box-button').length > 0`

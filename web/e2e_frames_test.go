@@ -29,7 +29,7 @@ func TestBrowserFramesAtFullSpeed(t *testing.T) {
 	// 12,000-word one, on a server started with --max-keys 12000, leaves
 	// about 11,300 in count's state, and the figures are measured at 10,000
 	// keys or more.
-	b := newBrowserWith(t, func(c *Config) { c.Limits.Keys = 12_000 })
+	b := newBrowserWith(t, func(c *Config) { c.Limits.Keys = 12_000 }).withMotion()
 	b.openLive("template=wordcount&seed=5&keys=12000&interval=500ms&driver=live&lang=en")
 	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
 	const keysJS = `window.statelab.model.snap.job.operators.find(o => o.id === 'count').subtasks.reduce((n, s) => n + (s.state ? s.state.keys : 0), 0)`

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,6 +134,39 @@ type browserEnv struct {
 	ctx context.Context
 	url string
 	srv *Server
+	// motion: the tab's page is drawn with motion (see withMotion); a tab
+	// opened from it (tab, newJourney) is drawn as it is.
+	motion bool
+}
+
+// Every test's tab asks for reduced motion (the media feature
+// prefers-reduced-motion: reduce, which the pages honour: dom.js
+// reducedMotion) unless its test calls withMotion. Records travelling as
+// dots along the job graph's channels were a third of the CPU a live page
+// cost headless chromium (5.2 s of CPU in 10 s of a live word count, 3.7 s
+// with reduced motion; issue 16's notes), and the package's browser tests
+// are bound by that CPU. What moves is tested with motion: the dots
+// (TestBrowserHomeSandboxAndJobGraph, TestBrowserGraphMovesRecordsOnlyOnScreen),
+// the inspector's flashes, the frame-rate tests and the site journey;
+// TestBrowserReducedMotion tests what a page does without them.
+func (b *browserEnv) emulateMotion() {
+	b.t.Helper()
+	v := "reduce"
+	if b.motion {
+		v = "no-preference"
+	}
+	_, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: v}}})
+	require.NoError(b.t, err, "emulate prefers-reduced-motion: %s", v)
+}
+
+// withMotion has b's tab drawn with motion, as a browser that asks for no
+// reduced motion draws it; it returns b.
+func (b *browserEnv) withMotion() *browserEnv {
+	b.t.Helper()
+	b.motion = true
+	b.emulateMotion()
+	return b
 }
 
 func newBrowser(t *testing.T) *browserEnv { return newBrowserWith(t, nil) }
@@ -187,7 +221,9 @@ func newBrowserFor(t *testing.T, d time.Duration, mod func(*Config)) *browserEnv
 		cancelCtx()
 	})
 	require.NoError(t, chromedp.Do(ctx), "open a tab")
-	return &browserEnv{t: t, ctx: ctx, url: hs.URL, srv: srv}
+	b := &browserEnv{t: t, ctx: ctx, url: hs.URL, srv: srv}
+	b.emulateMotion()
+	return b
 }
 
 // testLogLines is how many of the server's last log lines a failed browser
@@ -390,7 +426,8 @@ const jsAllRunning = `(() => { const s = window.statelab?.model?.snap; if (!s ||
 
 func TestBrowserHomeSandboxAndJobGraph(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
-	b := newBrowser(t)
+	// Records move as dots: the page is drawn with motion.
+	b := newBrowser(t).withMotion()
 	b.run(chromedp.Navigate(b.url + "/?lang=en"))
 	title, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("h1")))
 	require.NoError(t, err)
@@ -412,7 +449,7 @@ func TestBrowserHomeSandboxAndJobGraph(t *testing.T) {
 	// The URL now names the session, so a reload or a second viewer joins it.
 	loc := eval[string](b, `location.search`)
 	assert.Contains(t, loc, "session=")
-	b.waitJS(20*time.Second, "records moving", `document.querySelectorAll('#graph circle.packet').length > 0`)
+	b.waitJS(20*time.Second, "records moving", `document.querySelectorAll('#graph .packet').length > 0`)
 	b.shot("03-live-wordcount")
 }
 
@@ -621,7 +658,7 @@ func TestBrowserFramesPerSecond(t *testing.T) {
 	// sandbox's lines draw about 9,700 of them): 12,000 words on a server
 	// started with --max-keys 12000 pass 10,000 keys, as in
 	// TestBrowserFramesAtFullSpeed.
-	b := newBrowserWith(t, func(c *Config) { c.Limits.Keys = 12_000 })
+	b := newBrowserWith(t, func(c *Config) { c.Limits.Keys = 12_000 }).withMotion()
 	b.run(chromedp.Navigate(b.url + "/?lang=en"))
 	baseline, err := chromedp.Run(b.ctx, chromedp.Evaluate[float64](jsFPS(3000), chromedp.EvalAwaitPromise))
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ const jsPackets = `document.querySelectorAll('#graph circle.packet').length`
 // follow the job; back at the graph, the dots travel again.
 func TestBrowserGraphMovesRecordsOnlyOnScreen(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
-	b := newBrowser(t)
+	b := newBrowser(t).withMotion()
 	b.run(chromedp.EmulateViewport(390, 844))
 	b.openLive("template=wordcount&seed=1&lang=en")
 	// On a phone the story comes first and the graph below it.

@@ -32,7 +32,7 @@ func TestBrowserInspectorFlashesRowsOnScreen(t *testing.T) {
 		lang string
 	}{{1280, 800, "en"}, {390, 844, "zh"}} {
 		t.Run(fmt.Sprintf("%d-%s", c.w, c.lang), func(t *testing.T) {
-			b := newBrowser(t)
+			b := newBrowser(t).withMotion()
 			b.run(chromedp.EmulateViewport(c.w, c.h))
 			b.openLive("template=wordcount&seed=1&lang=" + c.lang)
 			b.waitJS(30*time.Second, "the inspector's keyed state", `document.querySelectorAll('#inspector table.keyed tbody tr').length > 3`)

@@ -88,7 +88,8 @@ func openJourney(b *browserEnv, name string, isolated bool) *journey {
 	ctx, cancel := chromedp.NewContext(b.ctx, opts...)
 	b.t.Cleanup(cancel)
 	require.NoError(b.t, chromedp.Do(ctx), "open a tab")
-	j.browserEnv = &browserEnv{t: b.t, ctx: ctx, url: b.url, srv: b.srv}
+	j.browserEnv = &browserEnv{t: b.t, ctx: ctx, url: b.url, srv: b.srv, motion: b.motion}
+	j.emulateMotion()
 	b.t.Cleanup(func() {
 		if p := j.problemList(); len(p) > 0 {
 			b.t.Errorf("journey %s: %d problems in the browser:\n  %s", name, len(p), strings.Join(p, "\n  "))

@@ -120,6 +120,7 @@ func TestSiteJourney(t *testing.T) {
 		t.Parallel()
 	}
 	b, rep := newSiteBrowser(t)
+	b.withMotion() // its frame rate is measured with the dots moving
 	budget := siteBudget{WasmBytes: rep.WasmBytes, WasmGzipBytes: rep.WasmGzip}
 	assert.LessOrEqual(t, rep.WasmGzip, int64(8_000_000), "the compressed WebAssembly module is over its 8 MB budget")
 	j := newJourney(b, "site")

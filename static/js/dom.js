@@ -40,6 +40,15 @@ export function clear(el) {
 
 export const $ = (id) => document.getElementById(id);
 
+// reducedMotion says whether the person asked their system for less motion
+// (prefers-reduced-motion: reduce), read at each use so that a change takes
+// effect at once. The job graph then moves no dots along its channels (the
+// queues and the edges' rates say what flows), barriers appear where they
+// wait, state rows do not flash and nothing scrolls smoothly; app.css stops
+// its transitions and animations.
+const motionQuery = typeof matchMedia === 'function' ? matchMedia('(prefers-reduced-motion: reduce)') : null;
+export const reducedMotion = () => !!motionQuery?.matches;
+
 // attr sets an attribute only when it changes: rendering every frame must
 // not touch the DOM when nothing moved.
 export function attr(el, name, value) {

@@ -5,7 +5,7 @@
 // holds, "do it for me" and "replay this step". Progress is kept in the
 // browser (localStorage), per lesson, as the steps ever done.
 
-import { $ } from './dom.js';
+import { $, reducedMotion } from './dom.js';
 import { t } from './i18n.js';
 import { loadProgress, markDone } from './progress.js';
 
@@ -161,6 +161,7 @@ function langLinks() {
 
 function scrollToEl(el, smooth) {
   if (!el) return;
+  smooth = smooth && !reducedMotion();
   const box = document.querySelector('.lesson-text');
   // The text column scrolls on its own beside the live view; on a narrow
   // screen the page scrolls.

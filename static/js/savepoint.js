@@ -4,7 +4,7 @@
 // (?operator=&parallelism=, the rescale plan); the server reads them in memory
 // and keeps nothing. Everything shown comes from those two answers.
 
-import { h, s, clear, $ } from './dom.js';
+import { h, s, clear, $, reducedMotion } from './dom.js';
 import { loadCatalog, t, has } from './i18n.js';
 import { bytes, num } from './format.js';
 import { ownerColor } from './palette.js';
@@ -165,7 +165,7 @@ function renderGraph(rep) {
   const row = h('div', { class: 'sp-graph-row' });
   for (const op of rep.operators) {
     row.append(h('button', { type: 'button', class: op.stateBytes > 0 ? 'sp-node stateful' : 'sp-node', 'data-operator': op.id,
-      onclick: () => $(`sp-op-${op.id}`)?.scrollIntoView({ behavior: 'smooth' }) },
+      onclick: () => $(`sp-op-${op.id}`)?.scrollIntoView({ behavior: reducedMotion() ? 'instant' : 'smooth' }) },
       h('strong', { class: 'name' }, opLabel(op)),
       h('span', {}, t('savepoint.nodeParallelism', { p: op.parallelism, max: op.maxParallelism })),
       h('span', {}, t('savepoint.nodeState', { size: bytes(op.stateBytes) })),

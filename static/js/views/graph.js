@@ -6,7 +6,7 @@
 // during barrier alignment is drawn dashed with a lock. Real <button>s lie
 // over the boxes and labels, so every control is reachable by keyboard.
 
-import { h, s, clear, attr, text, toggle } from '../dom.js';
+import { h, s, clear, attr, text, toggle, reducedMotion } from '../dom.js';
 import { t } from '../i18n.js';
 import { num } from '../format.js';
 import { ownerColor } from '../palette.js';
@@ -266,7 +266,8 @@ export class GraphView {
   spawn(ch, records, now) {
     // A hidden page draws no frame: packets spawned now would only pile up
     // for the first frame after it shows again.
-    if (this.packets.length >= MAX_PACKETS || document.hidden || !this.onScreen) return;
+    // Nor does a person who asked for reduced motion see dots move.
+    if (this.packets.length >= MAX_PACKETS || document.hidden || !this.onScreen || reducedMotion()) return;
     let n = 0;
     for (const p of this.packets) if (p.ch === ch) n++;
     if (n >= PACKETS_PER_CHANNEL) return;
@@ -598,7 +599,8 @@ export class GraphView {
   // animate moves dots and barriers and draws the queues, every frame.
   animate(now) {
     if (!this.chanEls) return;
-    if (!this.onScreen && this.packets.length) {
+    const still = reducedMotion();
+    if ((!this.onScreen || still) && this.packets.length) {
       for (const p of this.packets) p.el?.remove();
       this.packets = [];
     }
@@ -644,7 +646,7 @@ export class GraphView {
         }
         const ahead = Math.max(0, b.before - v.delivered);
         const rest = 0.9 - Math.min(0.55, Math.sqrt(ahead) * 0.04);
-        const travel = b.born ? Math.min(1, (now - b.born) / speed) : 1;
+        const travel = b.born && !still ? Math.min(1, (now - b.born) / speed) : 1;
         const [x, y] = bezier(el.geom, rest * easeInOut(travel));
         attr(be, 'transform', `translate(${x.toFixed(1)},${y.toFixed(1)})`); // a barrier at rest is not redrawn
       }

@@ -3,7 +3,7 @@
 // subtask. The full view comes from the server; state writes arriving as
 // events update the rows in between, so values tick as records are counted.
 
-import { h, clear, text } from '../dom.js';
+import { h, clear, text, reducedMotion } from '../dom.js';
 import { t } from '../i18n.js';
 import { num, bytes } from '../format.js';
 import { ownerColor } from '../palette.js';
@@ -116,7 +116,7 @@ export class InspectorView {
       // thread of a live word count's page). Web Animations restart without
       // forcing a layout per row.
       r.anim?.cancel();
-      if (this.watch && !this.onScreen.has(r.tr)) return;
+      if ((this.watch && !this.onScreen.has(r.tr)) || reducedMotion()) return;
       r.anim = r.flash.animate([{ opacity: 1 }, { opacity: 0 }], { duration: 800, easing: 'ease-out' });
     } else if (this.data && !this.data.truncated) {
       // A new key: refetch soon rather than guess its place.
