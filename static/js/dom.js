@@ -61,6 +61,13 @@ export function text(el, value) {
   if (el.textContent !== v) el.textContent = v;
 }
 
+// prop sets a property (disabled, className, value) only when it changes:
+// assigning a property an equal value still rewrites its attribute, and the
+// page is restyled for it.
+export function prop(el, name, value) {
+  if (el[name] !== value) el[name] = value;
+}
+
 export function toggle(el, cls, on) {
   if (el.classList.contains(cls) !== !!on) el.classList.toggle(cls, !!on);
 }

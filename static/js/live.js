@@ -1,7 +1,7 @@
 // The live view of a session: connects the WebSocket, keeps the model, and
 // draws every panel from it once per animation frame.
 
-import { $, h } from './dom.js';
+import { $, h, text, prop } from './dom.js';
 import { clock, dur } from './format.js';
 import { loadCatalog, t, getLang, errorText } from './i18n.js';
 import { Connection } from './conn.js';
@@ -142,23 +142,27 @@ async function main() {
   const jobName = $('job-name');
   const meta = $('job-meta');
   const clockEl = $('clock');
+  // The header is set on every change (20 times a second while records
+  // flow), through text and prop: they write only what differs, and an
+  // unchanged header costs the page no restyle.
   const renderStatus = () => {
     const snap = model.snap;
     if (!snap) return;
-    jobName.textContent = snap.job.name;
+    text(jobName, snap.job.name);
     // A job waiting for slots is RUNNING as Flink reports it, yet nothing
     // runs: the badge says what it waits for.
     const waiting = snap.job.waitingForResources && snap.job.status === 'RUNNING';
-    jobStatus.textContent = waiting
+    let badge = waiting
       ? `${snap.job.status} · ${t('status.waitingSlots', { need: snap.job.slotsNeeded, have: snap.job.slotsAvailable })}`
       : snap.job.status;
     // RESTARTING says when: the restart strategy's delay (job time).
     const r = snap.job.restart;
     if (snap.job.status === 'RESTARTING' && r?.restartAt > snap.at) {
-      jobStatus.textContent = `${snap.job.status} · ${t('status.restartIn', { d: dur(r.restartAt - snap.at), strategy: r.strategy })}`;
+      badge = `${snap.job.status} · ${t('status.restartIn', { d: dur(r.restartAt - snap.at), strategy: r.strategy })}`;
     }
-    jobStatus.className = `badge st-${snap.job.status}${waiting ? ' waiting' : ''}`;
-    meta.textContent = `${t(`backendName.${snap.backend}`)} · ${t(`mode.${snap.driver}`)} · ${t('status.seed', { seed: snap.seed })}`;
+    text(jobStatus, badge);
+    prop(jobStatus, 'className', `badge st-${snap.job.status}${waiting ? ' waiting' : ''}`);
+    text(meta, `${t(`backendName.${snap.backend}`)} · ${t(`mode.${snap.driver}`)} · ${t('status.seed', { seed: snap.seed })}`);
   };
   const clockText = (snap) => (snap.driver === 'step' ? t('status.clockStep', { step: snap.step, time: clock(snap.at) }) : t('status.clockLive', { time: clock(snap.at) }));
   model.on(() => renderStatus());
@@ -178,7 +182,7 @@ async function main() {
           a.href = `/sandbox/live?session=${encodeURIComponent(m.session)}&lang=${a.dataset.langLink}`;
         }
       }
-      clockEl.textContent = clockText(m);
+      text(clockEl, clockText(m));
       ws.dataset.ready = 'true';
     },
     onEvents: (evs) => {
@@ -187,7 +191,7 @@ async function main() {
       if (last && model.snap) {
         model.snap.at = Math.max(model.snap.at, last.at);
         if (last.step) model.snap.step = Math.max(model.snap.step, last.step);
-        clockEl.textContent = clockText(model.snap);
+        text(clockEl, clockText(model.snap));
         // The timeline counts the same steps as the header.
         timeline.render();
       }
@@ -211,27 +215,48 @@ async function main() {
   connect(ws.dataset.ws);
 
   // One frame loop draws every panel; a panel with nothing new does nothing.
+  // Frames are asked for only while something may have changed: a message
+  // from the server (every change of the model), a person's input, the page
+  // shown again, and for as long as a panel's render says it moves (the
+  // graph's dots and barriers, the key-group strip's pulse). A quarter-second
+  // tick draws what a panel marked dirty on its own (a resize, a timer). A
+  // loop that asked for every frame kept a paused page's browser drawing 60
+  // frames a second for nothing (issue 16's notes).
   // A hidden page draws nothing (browsers also stop animation frames there,
   // but not every embedding does); when it shows again every panel redraws
   // once from the newest snapshot.
+  let asked = false;
+  const wake = () => {
+    if (asked) return;
+    asked = true;
+    requestAnimationFrame(frame);
+  };
   const frame = (now) => {
-    requestAnimationFrame(frame); // first: one failing panel must not stop the others
-    if (document.hidden) return;
+    asked = false;
+    if (document.hidden) return; // visibilitychange wakes it
+    let moving = false;
     views.forEach((v, i) => {
       if (!v.render) return;
       const t0 = performance.now();
       try {
-        v.render(now);
+        if (v.render(now)) moving = true;
       } catch (err) {
-        console.error(`render ${names[i]}:`, err);
+        console.error(`render ${names[i]}:`, err); // one failing panel does not stop the others
       }
       timing[names[i]] += performance.now() - t0;
     });
+    if (moving) wake();
   };
-  requestAnimationFrame(frame);
+  wake();
+  model.on(wake);
+  for (const type of ['pointerdown', 'click', 'keydown', 'input', 'change', 'resize']) {
+    addEventListener(type, wake, { capture: true, passive: true });
+  }
+  setInterval(wake, 250);
   document.addEventListener('visibilitychange', () => {
     if (document.hidden) return;
     for (const v of views) if ('dirty' in v) v.dirty = true;
+    wake();
   });
   // setReadOnly: a classroom follower sees every control, greyed out, and
   // the reason beside them (classroom.js); subtasks are then inspected on a click.

@@ -5,7 +5,7 @@
 // Beside it, the share menu: a link that replays the run, the scenario
 // file (export / import), the event log, and the job graph as SVG or PNG.
 
-import { h, s, clear, attr, text } from './dom.js';
+import { h, s, clear, attr, text, prop } from './dom.js';
 import { t } from './i18n.js';
 
 const MARK_KINDS = ['checkpoint', 'savepoint', 'crash', 'restore', 'rescale', 'taskmanager', 'command'];
@@ -69,10 +69,10 @@ export class Timeline {
     this.el.classList.toggle('unavailable', !ok);
     this.el.classList.toggle('viewing', this.viewing());
     // A classroom follower sees the timeline but may not move it.
-    this.range.disabled = !ok || this.readOnly;
+    prop(this.range, 'disabled', !ok || this.readOnly);
     // A fork copies the run in either mode: at full speed, the present.
-    this.forkBtn.disabled = !snap;
-    this.present.disabled = !this.viewing() || this.readOnly;
+    prop(this.forkBtn, 'disabled', !snap);
+    prop(this.present, 'disabled', !this.viewing() || this.readOnly);
     text(this.reason, ok ? '' : (this.tl.reason || ''));
     const head = this.head();
     attr(this.range, 'max', head);

@@ -382,8 +382,10 @@ export class GraphView {
     return depth;
   }
 
+  // render draws what changed and moves what travels; it says whether
+  // something still moves (the frame loop then asks for the next frame).
   render(now) {
-    if (!this.model.ready) return;
+    if (!this.model.ready) return false;
     if (this.dirty) {
       const L = this.layout();
       if (L.shape !== this.shape) this.build(L);
@@ -391,7 +393,7 @@ export class GraphView {
       this.update(now);
       this.dirty = false;
     }
-    this.animate(now);
+    return this.animate(now);
   }
 
   // build creates every element of the current shape.
@@ -596,9 +598,11 @@ export class GraphView {
     }
   }
 
-  // animate moves dots and barriers and draws the queues, every frame.
+  // animate moves dots and barriers and draws the queues, every frame; it
+  // says whether a dot or a barrier is still on its way.
   animate(now) {
-    if (!this.chanEls) return;
+    if (!this.chanEls) return false;
+    let moving = false;
     const still = reducedMotion();
     if ((!this.onScreen || still) && this.packets.length) {
       for (const p of this.packets) p.el?.remove();
@@ -647,6 +651,7 @@ export class GraphView {
         const ahead = Math.max(0, b.before - v.delivered);
         const rest = 0.9 - Math.min(0.55, Math.sqrt(ahead) * 0.04);
         const travel = b.born && !still ? Math.min(1, (now - b.born) / speed) : 1;
+        if (travel < 1) moving = true;
         const [x, y] = bezier(el.geom, rest * easeInOut(travel));
         attr(be, 'transform', `translate(${x.toFixed(1)},${y.toFixed(1)})`); // a barrier at rest is not redrawn
       }
@@ -654,6 +659,7 @@ export class GraphView {
         if (!seen.has(cp)) { be.remove(); el.barriers.delete(cp); }
       }
     }
+    return moving || this.packets.length > 0;
   }
 }
 

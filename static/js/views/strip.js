@@ -75,8 +75,9 @@ export class StripView {
   render(now) {
     if (!this.model.ready) return;
     const op = this.operator();
+    // While key groups pulse the frame loop keeps drawing (render says so).
     const animating = [...this.pulse.values()].some((t0) => now - t0 < 1600);
-    if (!this.dirty && !animating) return;
+    if (!this.dirty && !animating) return false;
     this.dirty = false;
     if (!op) {
       if (this.shape !== 'none') {
@@ -109,6 +110,7 @@ export class StripView {
     }
     this.renderLegend(op);
     this.renderKey(op, key);
+    return animating;
   }
 
   build(op, max, perRow, rows, cell) {
