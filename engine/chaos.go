@@ -33,6 +33,11 @@ type ChaosConfig struct {
 	// (unaligned.go), so crashes hit in-flight channel state.
 	Chaining  bool
 	Unaligned bool
+	// MaxConcurrent is the job's max-concurrent-checkpoints (0: Flink's
+	// default 1). Above 1 the checkpoint interval drops to 4 ms of job
+	// time, shorter than a checkpoint of this job takes, so crashes and
+	// rescales hit a job with several checkpoints pending.
+	MaxConcurrent int
 	// Dir holds local disks and checkpoints; empty uses a temporary directory.
 	Dir    string
 	Logger *slog.Logger
@@ -136,6 +141,10 @@ func (cfg *ChaosConfig) jobSpec() *JobSpec {
 	chaining := cfg.Chaining
 	spec.Chaining = &chaining
 	spec.Checkpointing.Unaligned = cfg.Unaligned
+	if cfg.MaxConcurrent > 1 {
+		spec.Checkpointing.MaxConcurrent = cfg.MaxConcurrent
+		spec.Checkpointing.Interval = Duration(4 * time.Millisecond)
+	}
 	return spec
 }
 

@@ -50,14 +50,17 @@ func (co *coordinator) addHistory(s *CheckpointStats) {
 }
 
 // periodicCheckpoint is the checkpoint timer: it triggers a checkpoint when
-// none is pending, the min pause has passed and every subtask runs, and
-// re-arms itself.
+// fewer than max-concurrent-checkpoints (default 1: none) are pending, the
+// min pause since the last checkpoint ended has passed and every subtask
+// runs, and re-arms itself. Flink's CheckpointRequestDecider checks the
+// same two: the pending count against maxConcurrentCheckpointAttempts, then
+// the min pause for a periodic request.
 func (c *core) periodicCheckpoint() {
 	if c.terminal {
 		return
 	}
 	c.drv.after(c.spec.Checkpointing.Interval.D(), timer{kind: timerPeriodic})
-	if c.rescaling != nil || len(c.coord.pending) > 0 {
+	if c.rescaling != nil || len(c.coord.pending) >= c.spec.Checkpointing.maxConcurrent() {
 		return
 	}
 	if c.clock()-c.coord.lastEnd < c.spec.Checkpointing.MinPause.D() && c.coord.lastEnd > 0 {

@@ -194,6 +194,13 @@ type CheckpointingSpec struct {
 	// (expired, declined, an asynchronous or I/O error) the job tolerates
 	// before it fails over (CheckpointFailureManager).
 	TolerableFailed int `json:"tolerableFailed,omitempty" yaml:"tolerableFailed,omitempty"`
+	// MaxConcurrent is execution.checkpointing.max-concurrent-checkpoints
+	// (0: DefaultMaxConcurrentCheckpoints, 1): how many checkpoints may be
+	// pending when the periodic trigger starts another (Flink's
+	// CheckpointRequestDecider; the min pause still applies). With 2 a
+	// subtask can see barrier n+1 while it aligns n, and gives n up
+	// (CHECKPOINT_DECLINED_SUBSUMED, not counted as a failure).
+	MaxConcurrent int `json:"maxConcurrent,omitempty" yaml:"maxConcurrent,omitempty"`
 	// MaxStateBytes caps one subtask's snapshot in jobmanager storage (memory
 	// backend); 0 keeps the state package's default (5 MiB).
 	MaxStateBytes int `json:"maxStateBytes,omitempty" yaml:"maxStateBytes,omitempty"`
@@ -206,6 +213,16 @@ type CheckpointingSpec struct {
 	// alignment is still going on this long after the trigger (0: start
 	// unaligned).
 	AlignedCheckpointTimeout Duration `json:"alignedCheckpointTimeout,omitempty" yaml:"alignedCheckpointTimeout,omitempty"`
+}
+
+// maxConcurrent is the effective max-concurrent-checkpoints: the spec's,
+// or Flink's default 1 when it is not set. The default is not written back
+// into the spec, so a spec that never set it reads back as before.
+func (c *CheckpointingSpec) maxConcurrent() int {
+	if c.MaxConcurrent <= 0 {
+		return DefaultMaxConcurrentCheckpoints
+	}
+	return c.MaxConcurrent
 }
 
 // ClusterSpec is the TaskManagers the job runs on.
@@ -512,6 +529,9 @@ func (s *JobSpec) Validate() error {
 	}
 	if c.MaxStateBytes < 0 {
 		return specErr("checkpointing.maxStateBytes cannot be negative")
+	}
+	if c.MaxConcurrent < 0 {
+		return specErr("checkpointing.maxConcurrent must be 1 or more (Flink's execution.checkpointing.max-concurrent-checkpoints, default 1: no checkpoint starts while one is pending; 0 takes the default)")
 	}
 
 	need := 0

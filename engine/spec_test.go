@@ -115,6 +115,7 @@ func TestValidateErrors(t *testing.T) {
 			s.Restart = RestartSpec{Strategy: RestartExponentialDelay, Delay: Duration(2 * time.Minute)}
 		}, "above the max backoff"},
 		{"negative tolerable", func(s *JobSpec) { s.Checkpointing.TolerableFailed = -1 }, "tolerableFailed must be 0 or more"},
+		{"negative max concurrent", func(s *JobSpec) { s.Checkpointing.MaxConcurrent = -1 }, "maxConcurrent must be 1 or more"},
 		{"bad failover", func(s *JobSpec) { s.Cluster.Failover = "individual" }, `failover "individual" is unknown`},
 	}
 	for _, tc := range tests {

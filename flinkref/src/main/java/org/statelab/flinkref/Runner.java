@@ -141,6 +141,10 @@ final class Runner {
         if (pause > 0) {
             m.put(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS.key(), pause + " ms");
         }
+        int concurrent = cp.path("maxConcurrent").asInt(0);
+        if (concurrent > 0) {
+            m.put(CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS.key(), String.valueOf(concurrent));
+        }
         // Retained checkpoints: read from the JobManager's configuration only (see clusterConfig), so on a
         // running cluster this has no effect; an exported job run locally (ExportedJob) starts its MiniCluster
         // with this configuration, where it does.
