@@ -406,6 +406,7 @@ func catalogue() []*scenario {
 		incrementalUploadsNew(),
 		alignedTimeoutSwitches(),
 		maxConcurrentOne(),
+		maxConcurrentTwo(),
 		minPauseBetween(),
 		procTimersDueAfterRestore(),
 		watermarksNotCheckpointed(),
