@@ -363,28 +363,15 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 			if k == 0 {
 				sn := s.Snapshot()
 				p.placedAtFault = placement(&sn)
-			}
-			if k == 0 {
 				// Statuses and redeploys are counted from the first fault on (a
 				// scenario with several faults sees every restart they cause).
 				faultMark = len(events)
 			}
-			if f.cmd == corruptPending {
+			// A fault that damages the latest checkpoint, then crashes the
+			// watched subtask so that the job restores it.
+			if damage := checkpointDamage[f.cmd]; damage != nil {
 				sn := s.Snapshot()
-				id, err := cutLatestPendingTransactions(opts.Dir, &sn)
-				if err != nil {
-					return res, fmt.Errorf("phase %d: %w", i, err)
-				}
-				p.brokenCheckpoint = id
-				if err := s.Do(engine.Command{Name: engine.CmdCrashSubtask, Task: f.task}); err != nil {
-					return res, fmt.Errorf("phase %d: crash %s: %w", i, f.task, err)
-				}
-				lastFaultAt = s.Snapshot().At
-				continue
-			}
-			if f.cmd == breakLatest {
-				sn := s.Snapshot()
-				id, err := deleteLatestCheckpointFiles(opts.Dir, &sn)
+				id, err := damage(opts.Dir, &sn)
 				if err != nil {
 					return res, fmt.Errorf("phase %d: %w", i, err)
 				}
@@ -846,6 +833,13 @@ func nonEmpty(c []txnCommit) []txnCommit {
 
 // deleteLatestCheckpointFiles deletes every state file (all but
 // _metadata) of the latest retained checkpoint under dir and returns its id.
+// checkpointDamage is how each checkpoint-damaging fault breaks the latest
+// checkpoint in the job's directory; it returns the checkpoint's id.
+var checkpointDamage = map[string]func(dir string, sn *engine.Snapshot) (int64, error){
+	breakLatest:    deleteLatestCheckpointFiles,
+	corruptPending: cutLatestPendingTransactions,
+}
+
 func deleteLatestCheckpointFiles(dir string, sn *engine.Snapshot) (int64, error) {
 	var latest int64
 	for _, c := range sn.Checkpoints.Retained {

@@ -161,19 +161,17 @@ public final class Faults {
     }
 
     /**
-     * break-latest-checkpoint: once at least two checkpoints completed (chk-N with its _metadata) and the latest
-     * is the last one task snapshotted, deletes that checkpoint's state files and fails task. It runs in the
-     * task's thread, which also snapshots it, so task has acknowledged no newer checkpoint: none can complete
-     * after the deletion, and the failover restores the broken one (the one before it stays intact).
+     * The id of the latest completed checkpoint in dir (chk-N with its _metadata) once at least atLeast completed
+     * and task snapshotted it last, with f marked fired; -1 (and f left as it was) otherwise. The damaging faults
+     * run in the task's thread, which also snapshots it, so no newer checkpoint can complete after they act.
      */
-    private static void breakLatest(Fault f, String task) {
-        java.io.File dir = checkpointDir;
+    private static long claimLatest(Fault f, String task, java.io.File dir, int atLeast) {
         if (dir == null || f.fired.get()) {
-            return;
+            return -1;
         }
         java.io.File[] chks = dir.listFiles((d, n) -> n.startsWith("chk-") && new java.io.File(d, n + "/_metadata").isFile());
-        if (chks == null || chks.length < 2) {
-            return;
+        if (chks == null || chks.length < atLeast) {
+            return -1;
         }
         long latest = -1;
         for (java.io.File c : chks) {
@@ -181,6 +179,21 @@ public final class Faults {
         }
         Long snap = lastSnapshot.get(task);
         if (snap == null || snap != latest || !f.fired.compareAndSet(false, true)) {
+            return -1;
+        }
+        return latest;
+    }
+
+    /**
+     * break-latest-checkpoint: once at least two checkpoints completed (chk-N with its _metadata) and the latest
+     * is the last one task snapshotted, deletes that checkpoint's state files and fails task. It runs in the
+     * task's thread, which also snapshots it, so task has acknowledged no newer checkpoint: none can complete
+     * after the deletion, and the failover restores the broken one (the one before it stays intact).
+     */
+    private static void breakLatest(Fault f, String task) {
+        java.io.File dir = checkpointDir;
+        long latest = claimLatest(f, task, dir, 2);
+        if (latest < 0) {
             return;
         }
         int deleted = 0;
@@ -204,19 +217,8 @@ public final class Faults {
      */
     private static void corruptPending(Fault f, String task) {
         java.io.File dir = checkpointDir;
-        if (dir == null || f.fired.get()) {
-            return;
-        }
-        java.io.File[] chks = dir.listFiles((d, n) -> n.startsWith("chk-") && new java.io.File(d, n + "/_metadata").isFile());
-        if (chks == null || chks.length < 1) {
-            return;
-        }
-        long latest = -1;
-        for (java.io.File c : chks) {
-            latest = Math.max(latest, Long.parseLong(c.getName().substring("chk-".length())));
-        }
-        Long snap = lastSnapshot.get(task);
-        if (snap == null || snap != latest || !f.fired.compareAndSet(false, true)) {
+        long latest = claimLatest(f, task, dir, 1);
+        if (latest < 0) {
             return;
         }
         java.io.File chk = new java.io.File(dir, "chk-" + latest);
