@@ -22,9 +22,9 @@ const (
 	DefaultMinPause = 0 * time.Millisecond
 	// DefaultMaxConcurrentCheckpoints is
 	// execution.checkpointing.max-concurrent-checkpoints
-	// (CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS): 1, StateLab's
-	// periodic trigger never starts a checkpoint while one is pending
-	// (CheckpointingSpec.MaxConcurrent sets it).
+	// (CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS): 1, so by default the
+	// periodic trigger starts no checkpoint while one is pending;
+	// CheckpointingSpec.MaxConcurrent raises it.
 	DefaultMaxConcurrentCheckpoints = 1
 	// DefaultTolerableFailedCheckpoints is
 	// execution.checkpointing.tolerable-failed-checkpoints

@@ -1,5 +1,6 @@
 // The live view of a session: connects the WebSocket, keeps the model, and
-// draws every panel from it once per animation frame.
+// draws every panel from it in animation frames asked for while something
+// changes or moves.
 
 import { $, h, text, prop } from './dom.js';
 import { clock, dur } from './format.js';
