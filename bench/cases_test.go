@@ -150,6 +150,16 @@ func TestRunOnTinySizes(t *testing.T) {
 	assert.Equal(t, 9, groups[GroupScaling])
 	if EngineAvailable() {
 		assert.Equal(t, 3*2, groups[GroupWordCount], "memory vs two baselines and pebble at each of 2 parallelisms")
+		// The cases with a target (memory and Pebble, each against its own
+		// floor) give the ratio per CPU second beside the wall clock's.
+		for _, c := range rep.Cases {
+			if c.Group != GroupWordCount || c.Target == nil || processCPU() == 0 {
+				continue
+			}
+			assert.Positive(t, c.Details["recordsPerCPUSecond"], c.Name)
+			assert.Positive(t, c.Details["baselineRecordsPerCPUSecond"], c.Name)
+			assert.Positive(t, c.Details["ratioPerCPUSecond"], c.Name)
+		}
 	} else {
 		assert.Zero(t, groups[GroupWordCount])
 		assert.NotEmpty(t, rep.Notes)

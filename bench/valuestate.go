@@ -18,6 +18,9 @@ import (
 type CountResult struct {
 	Counts  map[string]int64
 	Elapsed time.Duration
+	// CPU is the process's CPU time over Elapsed (every goroutine, Pebble's
+	// own included), where the count measures it; else 0.
+	CPU time.Duration
 }
 
 // CountWithValueState counts words through a keyed backend the way the
@@ -129,7 +132,7 @@ func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir stri
 	errs := make([]error, p)
 	var wg sync.WaitGroup
 	settle()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for i := range p {
 		wg.Add(1)
 		go func() {
@@ -158,7 +161,7 @@ func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir stri
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	if err := errors.Join(errs...); err != nil {
 		return CountResult{}, fmt.Errorf("bench: bare pebble: %w", err)
 	}
@@ -180,7 +183,7 @@ func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir stri
 			return CountResult{}, err
 		}
 	}
-	return CountResult{Counts: counts, Elapsed: elapsed}, nil
+	return CountResult{Counts: counts, Elapsed: elapsed, CPU: cpu}, nil
 }
 
 // CountWithBarePebble is the floor of the pebble backend: Pebble opened with

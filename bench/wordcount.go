@@ -144,6 +144,7 @@ func (r *runner) wordCount(ctx context.Context) error {
 			if err := DiffCounts(res.Counts, truth); err != nil {
 				return 0, fmt.Errorf("bare pebble: %w", err)
 			}
+			cpuRate("bare pebble", res.CPU)
 			return Rate(len(words), res.Elapsed), nil
 		}}
 		s, err := Interleave(r.rounds, engineTrial(state.Memory), engineTrial(state.Pebble), bare, bareWC, barePebble)
@@ -168,7 +169,8 @@ func (r *runner) wordCount(ctx context.Context) error {
 		r.add(Case{Group: GroupWordCount, Name: fmt.Sprintf("engine word count, pebble, p=%d", p), Metric: MetricRecordsPerSecond,
 			HigherIsBetter: true, Value: pv, Samples: ps,
 			Baseline:      fmt.Sprintf("bare Pebble Get+Set, WAL off, %d DB(s) in parallel", p),
-			BaselineValue: Median(s[4]), BaselineSamples: s[4], Target: AtLeast(0.9)})
+			BaselineValue: Median(s[4]), BaselineSamples: s[4], Target: AtLeast(0.9),
+			Details: cpuDetails(perCPU[fmt.Sprintf("engine %s p=%d", state.Pebble, p)], perCPU["bare pebble"])})
 	}
 	return nil
 }
