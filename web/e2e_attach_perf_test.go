@@ -103,6 +103,7 @@ func TestBrowserAttachErrorsInChinese(t *testing.T) {
 // /performance, sees the committed charts, runs the (tiny) quick bench and
 // sees its results drawn the same way.
 func TestBrowserPerformanceShowsChartsAndRunsTheQuickBench(t *testing.T) {
+	t.Parallel() // the quick bench's figures are drawn, not judged
 	b := newBrowserWith(t, tinyPerf)
 	b.run(chromedp.Navigate(b.url + "/performance?lang=en"))
 	b.waitJS(20*time.Second, "the committed charts", `[...document.querySelectorAll('#perf-committed .perf-chart img')].length >= 5 &&

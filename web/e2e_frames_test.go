@@ -24,6 +24,7 @@ import (
 // promise: a hidden page draws no frame while records flow, and draws the
 // newest state once it is shown again.
 func TestBrowserFramesAtFullSpeed(t *testing.T) {
+	figureTest(t)
 	// The sandbox's 20,000 lines draw about 9,700 distinct words from a
 	// 10,000-word vocabulary (a server's default bound, --max-keys): a
 	// 12,000-word one, on a server started with --max-keys 12000, leaves

@@ -169,6 +169,20 @@ func (b *browserEnv) withMotion() *browserEnv {
 	return b
 }
 
+// figureTest lets a test that reports a speed figure (frames per second)
+// run beside the other browser tests, unless FIGURES=1 asks for its figure
+// on a machine it has to itself: then it runs before the parallel tests, the
+// only test of its package running. Run alone in the serial phase, the two
+// frame-rate tests kept one core of two idle for half a minute of every
+// package run (the serial phase used 22 % of the CPU), while `go test ./...`
+// ran other packages beside them anyway; the figures in the notes come from
+// a run with FIGURES=1 and -run naming them.
+func figureTest(t *testing.T) {
+	if os.Getenv("FIGURES") != "1" {
+		t.Parallel()
+	}
+}
+
 func newBrowser(t *testing.T) *browserEnv { return newBrowserWith(t, nil) }
 
 // A tab lives for up to 8 minutes: it bounds a test that hangs, not one
@@ -654,6 +668,7 @@ func jsFPS(ms int) string {
 // machine that is the ceiling. The bound is generous (half the ceiling, or
 // 30): it catches a view that thrashes layout, not a busy machine.
 func TestBrowserFramesPerSecond(t *testing.T) {
+	figureTest(t)
 	// A 10,000-word vocabulary gives fewer distinct keys than words (the
 	// sandbox's lines draw about 9,700 of them): 12,000 words on a server
 	// started with --max-keys 12000 pass 10,000 keys, as in

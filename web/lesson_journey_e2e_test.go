@@ -87,8 +87,10 @@ func startJob(j *journey) {
 	j.clickSteady(`.step.current [data-job]`)
 	j.window(fmt.Sprintf("%s-step-%d-start-job", eval[string](j.browserEnv, `location.pathname.split('/').pop().slice(0, 2)`), n))
 	// The new job may satisfy the step at once, and the next step then
-	// starts not yet acted on.
-	j.waitJS(30*time.Second, "the new job", fmt.Sprintf(`(m => m && (m.acted || m.step > %d || m.finished))((`+jsLessonState+`).lesson)`, n))
+	// starts not yet acted on. Starting it replaces the session's engine,
+	// which the server may take up to lessonReadyWithin for on a busy
+	// machine (30 s timed out at load 11-13).
+	j.waitJS(lessonTickWait, "the new job", fmt.Sprintf(`(m => m && (m.acted || m.step > %d || m.finished))((`+jsLessonState+`).lesson)`, n))
 }
 
 // clickSteady clicks a button of the lesson text as a person does: the
