@@ -135,8 +135,7 @@ func (c *core) apply(cmd Command) error {
 		_, err := c.addTaskManager(cmd.Slots)
 		return err
 	case CmdTriggerCheckpoint:
-		_, err := c.triggerCheckpoint(false, false)
-		return err
+		return c.requestCheckpoint()
 	case CmdTriggerSavepoint:
 		_, err := c.triggerCheckpoint(true, false)
 		return err

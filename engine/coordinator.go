@@ -21,7 +21,20 @@ type coordinator struct {
 	counts        CheckpointCounts
 	lastEnd       time.Duration
 	latestRestore *RestoreStats
+	// queued are the checkpoints asked for by hand that wait for a pending
+	// one to end, oldest first (CheckpointRequestDecider's queue).
+	queued []checkpointRequest
 }
+
+// checkpointRequest is a checkpoint asked for by hand that waits.
+type checkpointRequest struct {
+	at time.Duration // when it was asked for
+}
+
+// maxQueuedRequests is CheckpointRequestDecider's DEFAULT_MAX_QUEUED_REQUESTS:
+// with that many user requests queued a new one fails
+// (TOO_MANY_CHECKPOINT_REQUESTS).
+const maxQueuedRequests = 1000
 
 type pendingCheckpoint struct {
 	id        int64
@@ -60,13 +73,101 @@ func (c *core) periodicCheckpoint() {
 		return
 	}
 	c.drv.after(c.spec.Checkpointing.Interval.D(), timer{kind: timerPeriodic})
-	if c.rescaling != nil || len(c.coord.pending) >= c.spec.Checkpointing.maxConcurrent() {
+	// A queued request by hand goes first (the decider's queue puts
+	// non-periodic requests before periodic ones).
+	if c.rescaling != nil || len(c.coord.pending) >= c.spec.Checkpointing.maxConcurrent() || len(c.coord.queued) > 0 {
 		return
 	}
 	if c.clock()-c.coord.lastEnd < c.spec.Checkpointing.MinPause.D() && c.coord.lastEnd > 0 {
 		return
 	}
 	_, _ = c.triggerCheckpoint(false, false)
+}
+
+// requestCheckpoint is a checkpoint asked for by hand (CmdTriggerCheckpoint),
+// Flink's CheckpointCoordinator.triggerCheckpoint(CheckpointType): a
+// non-periodic request that is not forced. CheckpointRequestDecider runs it
+// at once if fewer than max-concurrent-checkpoints are pending; otherwise it
+// waits in the decider's queue, without a min-pause check, until a pending
+// checkpoint completes or is aborted (completePendingCheckpoint and
+// abortPendingCheckpoint call scheduleTriggerRequest). Savepoints are forced
+// and never wait (CmdTriggerSavepoint calls triggerCheckpoint directly).
+func (c *core) requestCheckpoint() error {
+	if c.status != JobRunning || c.ex == nil {
+		return fmt.Errorf("%w: the job is %s", ErrCheckpoint, c.status)
+	}
+	if !c.allTasks(TaskRunning) {
+		return fmt.Errorf("%w: not all subtasks are RUNNING yet", ErrCheckpoint)
+	}
+	max := c.spec.Checkpointing.maxConcurrent()
+	if len(c.coord.pending) < max && len(c.coord.queued) == 0 {
+		_, err := c.triggerCheckpoint(false, false)
+		return err
+	}
+	if len(c.coord.queued) >= maxQueuedRequests {
+		return fmt.Errorf("%w: %d checkpoint requests already wait (TOO_MANY_CHECKPOINT_REQUESTS)", ErrCheckpoint, len(c.coord.queued))
+	}
+	c.coord.queued = append(c.coord.queued, checkpointRequest{at: c.clock()})
+	pending := c.coord.pendingList()
+	var oldest int64
+	when := "when a pending checkpoint ends"
+	switch {
+	case len(pending) == 1:
+		oldest = pending[0].id
+		when = fmt.Sprintf("when %d ends", oldest)
+	case len(pending) > 1:
+		oldest = pending[0].id
+		when = "when one of them ends"
+	}
+	why := fmt.Sprintf("%d checkpoints are still pending", len(pending))
+	switch {
+	case len(pending) == 1:
+		why = fmt.Sprintf("checkpoint %d is still pending", oldest)
+	case len(pending) == 2:
+		why = fmt.Sprintf("checkpoints %d and %d are still pending", pending[0].id, pending[1].id)
+	}
+	msg := fmt.Sprintf("checkpoint requested: %s and max-concurrent-checkpoints is %d; it starts %s", why, max, when)
+	if ahead := len(c.coord.queued) - 1; ahead > 0 {
+		msg += fmt.Sprintf(", after the %d request(s) asked for before it", ahead)
+	}
+	if len(pending) < max {
+		// A pending checkpoint has just ended and the requests before
+		// this one have not started yet: they go first.
+		msg = fmt.Sprintf("checkpoint requested: %d request(s) asked for before it start first; it starts right after them", len(c.coord.queued)-1)
+	}
+	c.publish(Event{Kind: EvCheckpointQueued, Checkpoint: oldest, Value: int64(max), Records: len(c.coord.queued), Message: msg})
+	return nil
+}
+
+// executeQueuedRequests starts the queued requests while fewer than
+// max-concurrent-checkpoints are pending, as CheckpointCoordinator's
+// executeQueuedRequest does after a pending checkpoint ended. A request
+// whose turn comes while not every subtask runs fails, as Flink's does
+// (NOT_ALL_REQUIRED_TASKS_RUNNING).
+func (c *core) executeQueuedRequests() {
+	for len(c.coord.queued) > 0 && len(c.coord.pending) < c.spec.Checkpointing.maxConcurrent() {
+		if c.status != JobRunning || c.ex == nil || !c.allTasks(TaskRunning) {
+			c.dropQueuedRequests("not all subtasks are RUNNING (NOT_ALL_REQUIRED_TASKS_RUNNING)")
+			return
+		}
+		r := c.coord.queued[0]
+		c.coord.queued = c.coord.queued[1:]
+		if _, err := c.triggerCheckpoint(false, false); err != nil {
+			c.publish(Event{Kind: EvCheckpointRequestFailed, Records: 1,
+				Message: fmt.Sprintf("the checkpoint asked for at %v did not start: %v", r.at, err)})
+		}
+	}
+}
+
+// dropQueuedRequests fails every queued request.
+func (c *core) dropQueuedRequests(why string) {
+	n := len(c.coord.queued)
+	if n == 0 {
+		return
+	}
+	c.coord.queued = nil
+	c.publish(Event{Kind: EvCheckpointRequestFailed, Records: n,
+		Message: fmt.Sprintf("%d checkpoint request(s) waiting to start were dropped: %s", n, why)})
 }
 
 // triggerCheckpoint starts checkpoint (or savepoint) n at the sources.
@@ -207,9 +308,15 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 // forgetPending drops a checkpoint that completed or failed from the
 // pending ones and cancels its timeout, as Flink's PendingCheckpoint cancels
 // its canceller handle when it is disposed.
+// A queued request may start now: as Flink's scheduleTriggerRequest, which
+// hands executeQueuedRequest to the coordinator's timer thread, it runs after
+// the completion or abort is done, not inside it.
 func (c *core) forgetPending(p *pendingCheckpoint) {
 	delete(c.coord.pending, p.id)
 	c.drv.cancelTimer(timer{kind: timerTimeout, id: p.id, attempt: p.attempt})
+	if len(c.coord.queued) > 0 {
+		c.drv.after(0, timer{kind: timerQueuedCheckpoint})
+	}
 }
 
 // abortCheckpoint fails a pending checkpoint and tells every subtask, so a

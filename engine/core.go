@@ -300,6 +300,12 @@ func (c *core) setJobStatus(s JobStatus, msg string) {
 		msg = fmt.Sprintf("job %s switched from %s to %s", c.spec.Name, prev, s)
 	}
 	c.publish(Event{Kind: EvJobStatus, Status: string(s), Previous: string(prev), Message: msg})
+	if prev == JobRunning {
+		// Flink's CheckpointCoordinatorDeActivator stops the checkpoint
+		// scheduler when the job leaves RUNNING, which fails the queued
+		// requests (CHECKPOINT_COORDINATOR_SUSPEND).
+		c.dropQueuedRequests(fmt.Sprintf("the job is %s (CHECKPOINT_COORDINATOR_SUSPEND)", s))
+	}
 }
 
 // --- scheduling ------------------------------------------------------------

@@ -48,14 +48,20 @@ const (
 	EvCheckpointAbort   EventKind = "checkpoint-aborted"      // Checkpoint, Message, Stats
 	EvCheckpointDecline EventKind = "checkpoint-declined"     // Task, Checkpoint, Message
 	EvCheckpointSubsume EventKind = "checkpoint-subsumed"     // Checkpoint (deleted from storage)
-	EvNotifyComplete    EventKind = "checkpoint-notified"     // Task, Checkpoint
-	EvRescaleStarted    EventKind = "rescale-started"         // Operator, Parallelism (new), Value (old)
-	EvRescalePlan       EventKind = "rescale-plan"            // Operator, Rescale
-	EvRescaleDone       EventKind = "rescale-completed"       // Operator, Parallelism
-	EvRescaleFailed     EventKind = "rescale-failed"          // Operator, Message
-	EvInjected          EventKind = "record-injected"         // Operator, Partition, Offset, Text
-	EvCommand           EventKind = "command"                 // Command (as applied), Message
-	EvDriver            EventKind = "driver"                  // Status ("step" or "live"): the job changed driver
+	// A checkpoint asked for by hand waits: Checkpoint is the oldest pending
+	// one, Value max-concurrent-checkpoints, Records how many requests wait.
+	EvCheckpointQueued EventKind = "checkpoint-queued"
+	// Queued checkpoint requests were dropped (the job left RUNNING, or not
+	// every subtask runs when their turn came): Records how many, Message why.
+	EvCheckpointRequestFailed EventKind = "checkpoint-request-failed"
+	EvNotifyComplete          EventKind = "checkpoint-notified" // Task, Checkpoint
+	EvRescaleStarted          EventKind = "rescale-started"     // Operator, Parallelism (new), Value (old)
+	EvRescalePlan             EventKind = "rescale-plan"        // Operator, Rescale
+	EvRescaleDone             EventKind = "rescale-completed"   // Operator, Parallelism
+	EvRescaleFailed           EventKind = "rescale-failed"      // Operator, Message
+	EvInjected                EventKind = "record-injected"     // Operator, Partition, Offset, Text
+	EvCommand                 EventKind = "command"             // Command (as applied), Message
+	EvDriver                  EventKind = "driver"              // Status ("step" or "live"): the job changed driver
 )
 
 // Event is one thing that happened in the engine, as plain data. Only the

@@ -9,13 +9,14 @@ import "fmt"
 type timerKind uint8
 
 const (
-	timerPeriodic      timerKind = iota + 1 // the checkpoint interval elapsed
-	timerTimeout                            // checkpoint id of attempt expires
-	timerRestart                            // the restart delay of attempt elapsed
-	timerAck                                // a subtask's acknowledgement arrives (its asynchronous part done)
-	timerSlotRequest                        // slot.request.timeout of attempt elapsed
-	timerHeartbeat                          // the heartbeat of TaskManager tm timed out
-	timerRegionRestart                      // the restart delay of pending region id (epoch) elapsed
+	timerPeriodic         timerKind = iota + 1 // the checkpoint interval elapsed
+	timerTimeout                               // checkpoint id of attempt expires
+	timerRestart                               // the restart delay of attempt elapsed
+	timerAck                                   // a subtask's acknowledgement arrives (its asynchronous part done)
+	timerSlotRequest                           // slot.request.timeout of attempt elapsed
+	timerHeartbeat                             // the heartbeat of TaskManager tm timed out
+	timerRegionRestart                         // the restart delay of pending region id (epoch) elapsed
+	timerQueuedCheckpoint                      // a pending checkpoint ended: start the queued requests that fit
 )
 
 // timer is one pending JobManager timer.
@@ -32,6 +33,8 @@ func (c *core) fire(tm timer) {
 	switch tm.kind {
 	case timerPeriodic:
 		c.periodicCheckpoint()
+	case timerQueuedCheckpoint:
+		c.executeQueuedRequests()
 	case timerTimeout:
 		if q := c.coord.pending[tm.id]; q != nil && q.attempt == tm.attempt {
 			c.abortCheckpoint(q, CheckpointExpired, fmt.Sprintf("checkpoint expired before completing (execution.checkpointing.timeout %v)", c.spec.Checkpointing.Timeout.D()))
