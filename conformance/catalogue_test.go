@@ -408,6 +408,7 @@ func catalogue() []*scenario {
 		maxConcurrentOne(),
 		maxConcurrentTwo(),
 		minPauseBetween(),
+		checkpointByHandWaits(),
 		procTimersDueAfterRestore(),
 		watermarksNotCheckpointed(),
 		unalignedChannelStateRestore(),

@@ -285,6 +285,11 @@ type phaseTrace struct {
 		Path  string `json:"path"`
 		Read  bool   `json:"read"`
 		Error string `json:"error"`
+		// Second and RequestedAt (checkpoint-while-pending): the checkpoint
+		// asked for while the step's first was pending, and when (wall
+		// clock ms)
+		Second      int64 `json:"second"`
+		RequestedAt int64 `json:"requestedAt"`
 	} `json:"steps"`
 	RetainedCheckpoints []int64 `json:"retainedCheckpoints"`
 	// BuildFailure: why Flink refused to build the phase's job (a refused

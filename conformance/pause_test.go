@@ -61,6 +61,86 @@ func maxConcurrentTwo() *scenario {
 	return sc
 }
 
+// checkpointByHandWaits: a checkpoint by hand while another is pending
+// (max-concurrent-checkpoints 1, no periodic checkpoints): count#0's
+// snapshot of checkpoint 1 stalls 400 ms, and checkpoint 2 is asked for
+// while it is pending. Flink's CheckpointCoordinator.triggerCheckpoint
+// (CheckpointType) makes a request that is neither periodic nor forced;
+// CheckpointRequestDecider queues it and runs it when 1 completes
+// (completePendingCheckpoint -> scheduleTriggerRequest). StateLab queues it
+// too (core.requestCheckpoint) and starts it when 1 ends.
+func checkpointByHandWaits() *scenario {
+	return &scenario{
+		name: "checkpoint-by-hand-waits-for-pending",
+		claim: "A checkpoint asked for by hand while another is pending (max-concurrent-checkpoints 1) waits: it is " +
+			"neither refused nor started at once, and it is triggered when the pending one has ended",
+		spec:       wordCount(2, "exactly-once", map[string]any{"timeout": "10s"}, nil),
+		partitions: map[string]int{"source": 2},
+		lines:      map[string][][]string{"source": {genLines(99, 40, 3), genLines(100, 10, 3)}},
+		phases: []phase{{
+			flinkFaults:    []flinkFault{{Kind: "stall-checkpoint", Task: "count#0", Checkpoint: 1, Millis: 400}},
+			statelabFaults: []slFault{{cmd: stallSnapshot, task: "count#0", checkpoint: 1, stall: 400 * time.Millisecond}},
+			steps:          []string{stepCheckpointWhilePending},
+			cancel:         true,
+		}},
+		slots:        4,
+		flinkCluster: map[string]string{"web.checkpoints.history": "1000"},
+		check:        checkByHandWaits,
+	}
+}
+
+// checkByHandWaits compares the two checkpoints by hand: both completed,
+// never two pending at once, and the second triggered after the first
+// ended (Flink: its latest acknowledgement; the coordinator completes it
+// just after). Logs how long the second waited: on Flink from the request
+// to its trigger, on StateLab from the first's trigger (it is asked for
+// right after) to its own.
+func checkByHandWaits(j *judge, sl *slResult, fl *trace) {
+	require.Len(j.t, fl.Phases, 1)
+	p := fl.Phases[0]
+	require.Len(j.t, p.Steps, 1)
+	st := p.Steps[0]
+	j.true("Flink's step took both checkpoints", st.Error == "" && st.ID > 0 && st.Second == st.ID+1, st)
+	var f []span
+	for _, h := range p.Checkpoints.History {
+		if h.Savepoint || h.Status != "COMPLETED" || h.LatestAckTimestamp < 0 {
+			continue
+		}
+		f = append(f, span{ID: h.ID, Status: h.Status, Trigger: time.Duration(h.TriggerTimestamp) * time.Millisecond, End: time.Duration(h.LatestAckTimestamp) * time.Millisecond})
+	}
+	fOver, _, fGap := spansStats(f, st.ID)
+	fMost := mostPending(f)
+	j.true("Flink completed the two checkpoints", len(f) == 2, f)
+	var fWait time.Duration
+	if len(f) == 2 {
+		fWait = f[1].Trigger - time.Duration(st.RequestedAt)*time.Millisecond
+	}
+	j.t.Logf("Flink: %d checkpoints, at most %d pending, the second waited %v from its request, triggered %v after the first's latest acknowledgement",
+		len(f), fMost, fWait, fGap)
+	if sl == nil {
+		return
+	}
+	var s []span
+	for _, h := range sl.phases[0].history {
+		if h.Savepoint || h.Status != engine.CheckpointCompleted {
+			continue
+		}
+		s = append(s, span{ID: h.ID, Status: h.Status, Trigger: h.Trigger, End: h.End})
+	}
+	sOver, _, sGap := spansStats(s, 1)
+	sMost := mostPending(s)
+	j.true("StateLab completed the two checkpoints", len(s) == 2, s)
+	var sWait time.Duration
+	if len(s) == 2 {
+		sWait = s[1].Trigger - s[0].Trigger
+	}
+	j.t.Logf("StateLab: %d checkpoints, at most %d pending, the second waited %v, triggered %v after the first ended", len(s), sMost, sWait, sGap)
+	j.equal("the most checkpoints pending at once", sMost, fMost)
+	j.equal("the second triggered while the first was pending", sOver > 0, fOver > 0)
+	j.equal("the second triggered once the first ended", sGap >= 0 && len(s) == 2, fGap >= 0 && len(f) == 2)
+	j.equal("the second waited most of the stall", sWait >= 300*time.Millisecond, fWait >= 300*time.Millisecond)
+}
+
 // mostPending is the most checkpoints pending at once among spans.
 func mostPending(sp []span) int {
 	most := 0

@@ -147,6 +147,11 @@ const (
 	// stepCheckpointFails: a checkpoint by hand that the scenario's fault
 	// makes fail (a stalled snapshot: it expires); awaited until it failed
 	stepCheckpointFails = "checkpoint-expires"
+	// stepCheckpointWhilePending: a checkpoint by hand whose snapshot the
+	// scenario stalls, and a second asked for while the first is pending
+	// (Flink: once the stall began); waits for both. The step's id is the
+	// first's; the second is the next id
+	stepCheckpointWhilePending = "checkpoint-while-pending"
 )
 
 // slFault is a StateLab command applied once the task has taken in at least

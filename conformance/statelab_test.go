@@ -695,6 +695,35 @@ func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected m
 		}
 		_, err := s.RunUntil(func(sn *engine.Snapshot) bool { return sn.Counters.Rescales > before && allRunning(sn) }, stepsPerPhase)
 		return 0, err
+	case stepCheckpointWhilePending:
+		var last int64
+		for _, h := range s.Snapshot().Checkpoints.History {
+			last = max(last, h.ID)
+		}
+		// The first is pending as soon as the command returns.
+		for range 2 {
+			if err := s.Do(engine.Command{Name: engine.CmdTriggerCheckpoint}); err != nil {
+				return 0, err
+			}
+		}
+		_, err := s.RunUntil(func(sn *engine.Snapshot) bool {
+			n := 0
+			for _, h := range sn.Checkpoints.History {
+				if h.ID > last && h.Status != engine.CheckpointInProgress {
+					n++
+				}
+			}
+			return n == 2
+		}, stepsPerPhase)
+		if err != nil {
+			return 0, fmt.Errorf("waiting for the two checkpoints: %w", err)
+		}
+		for _, h := range s.Snapshot().Checkpoints.History {
+			if h.ID > last && h.Status != engine.CheckpointCompleted {
+				return last + 1, fmt.Errorf("checkpoint %d %s: %s", h.ID, h.Status, h.FailureMessage)
+			}
+		}
+		return last + 1, nil
 	case stepCheckpointFails:
 		id, err := runStep(s, sc, stepCheckpoint, chunk, injected)
 		if err == nil {

@@ -627,7 +627,8 @@ final class Runner {
 
     /**
      * Runs a phase's steps: "checkpoint" triggers a checkpoint by hand (MiniCluster.triggerCheckpoint, as
-     * {@code POST /jobs/:jobid/checkpoints} does) and waits for it; "savepoint" triggers a savepoint that does not
+     * {@code POST /jobs/:jobid/checkpoints} does) and waits for it; "checkpoint-while-pending" triggers one, asks for
+     * a second once the first's stalled snapshot began, and waits for both; "savepoint" triggers a savepoint that does not
      * stop the job (an intermediate savepoint) and waits for it; "read" raises the sources' limits to the step's
      * and waits until they are read. Notes each step's outcome (and how long it took) and, after the last, unless
      * the phase says skipRetained, the checkpoints retained in the job's checkpoint directory (chk-N with its
@@ -653,6 +654,22 @@ final class Runner {
                     // checkpoint-expires: a checkpoint the scenario makes fail (its error is the step's)
                     case "checkpoint", "checkpoint-expires" -> m.put("id", mc.triggerCheckpoint(id,
                             org.apache.flink.core.execution.CheckpointType.CONFIGURED).get(120, TimeUnit.SECONDS));
+                    case "checkpoint-while-pending" -> {
+                        // A checkpoint by hand whose snapshot the scenario stalls, and a second one asked for once
+                        // the stall began (the first is pending): CheckpointRequestDecider queues the second (not
+                        // forced, max-concurrent-checkpoints 1) until the first ends. Notes when it was asked for
+                        // (wall clock ms, as the statistics' trigger timestamps).
+                        var first = mc.triggerCheckpoint(id, org.apache.flink.core.execution.CheckpointType.CONFIGURED);
+                        long stalled = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                        while (System.nanoTime() < stalled && !Faults.active.stream()
+                                .filter(f -> "stall-checkpoint".equals(f.kind)).allMatch(f -> f.fired.get())) {
+                            Thread.sleep(1);
+                        }
+                        m.put("requestedAt", System.currentTimeMillis());
+                        var second = mc.triggerCheckpoint(id, org.apache.flink.core.execution.CheckpointType.CONFIGURED);
+                        m.put("id", first.get(120, TimeUnit.SECONDS));
+                        m.put("second", second.get(120, TimeUnit.SECONDS));
+                    }
                     case "savepoint" -> m.put("path", mc.triggerSavepoint(id,
                             new File(work, sc.path("name").asText() + "/savepoints").toURI().toString(), false,
                             SavepointFormatType.CANONICAL).get(120, TimeUnit.SECONDS));
