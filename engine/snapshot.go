@@ -188,6 +188,7 @@ func (c *core) checkpointsView() CheckpointsView {
 	}
 	c.restoreMu.Unlock()
 	v.Counts.InProgress = len(c.coord.pending)
+	v.MaxConcurrent, v.Queued = c.spec.Checkpointing.maxConcurrent(), len(c.coord.queued)
 	for _, h := range c.coord.history {
 		v.History = append(v.History, *copyStats(h))
 	}

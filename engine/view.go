@@ -208,6 +208,13 @@ type CheckpointsView struct {
 	// trigger. Absent (0) when every checkpoint starts unaligned or none is.
 	AlignedCheckpointTimeout time.Duration    `json:"alignedCheckpointTimeout,omitempty"`
 	Counts                   CheckpointCounts `json:"counts"`
+	// MaxConcurrent is the job's max-concurrent-checkpoints (Flink's
+	// execution.checkpointing.max-concurrent-checkpoints, default 1): while
+	// that many are in progress a checkpoint asked for by hand waits.
+	MaxConcurrent int `json:"maxConcurrent"`
+	// Queued counts the checkpoints asked for by hand that wait for one in
+	// progress to end (CheckpointRequestDecider's queue; coordinator.go).
+	Queued int `json:"queued,omitempty"`
 	// History lists recent checkpoints and savepoints, newest last.
 	History []CheckpointStats `json:"history"`
 	// Retained lists the checkpoints and savepoints in storage.

@@ -33,7 +33,17 @@ export class Controls {
     $('btn-faster').addEventListener('click', () => this.changeSpeed(1));
     this.modeStep.addEventListener('click', () => this.setMode('step'));
     this.modeLive.addEventListener('click', () => this.setMode('live'));
-    $('btn-checkpoint').addEventListener('click', () => fire(this.send('trigger-checkpoint').then(() => toast(t('toast.checkpoint')))));
+    $('btn-checkpoint').addEventListener('click', () => {
+      // As in Flink, a checkpoint asked for by hand waits while
+      // max-concurrent-checkpoints are in progress (the engine's
+      // requestCheckpoint): the toast says so instead of pointing at
+      // barriers that do not leave yet.
+      const cv = this.model?.snap?.checkpoints;
+      const pending = (cv?.history || []).filter((c) => c.status === 'IN_PROGRESS');
+      const waits = cv && pending.length && (pending.length >= (cv.maxConcurrent || 1) || cv.queued > 0);
+      const said = waits ? t('toast.checkpointWaits', { n: pending[0].id, max: cv.maxConcurrent || 1 }) : t('toast.checkpoint');
+      fire(this.send('trigger-checkpoint').then(() => toast(said)));
+    });
     $('btn-savepoint').addEventListener('click', () => fire(this.send('trigger-savepoint').then(() => toast(t('toast.savepoint')))));
     $('btn-add-tm').addEventListener('click', () => actions.addTM());
     $('btn-help').addEventListener('click', () => this.openHelp());

@@ -48,12 +48,16 @@ export class CheckpointsView {
     // arrives many times a second at full speed, a checkpoint once in a while.
     const lr = cv.latestRestore;
     const ato = cv.unaligned ? cv.alignedCheckpointTimeout || 0 : 0;
-    const sumKey = JSON.stringify([c, cv.mode, cv.interval, cv.storage.kind, lr?.localBytes, lr?.remoteBytes, ato]);
+    const sumKey = JSON.stringify([c, cv.queued, cv.maxConcurrent, cv.mode, cv.interval, cv.storage.kind, lr?.localBytes, lr?.remoteBytes, ato]);
     if (sumKey !== this.sumKey) {
       this.sumKey = sumKey;
       clear(this.summary).append(
         stat(t('cp.triggered'), c.triggered), stat(t('cp.inProgress'), c.inProgress), stat(t('cp.completed'), c.completed),
         stat(t('cp.failed'), c.failed), stat(t('cp.restored'), c.restored),
+        // Checkpoints asked for by hand that wait for one in progress to end
+        // (max-concurrent-checkpoints), shown only while some wait.
+        ...(cv.queued ? [h('span', { class: 'cp-queued', title: t('cp.queuedTitle', { max: cv.maxConcurrent || 1 }) },
+          stat(t('cp.queued'), cv.queued))] : []),
         // Where the latest restore read its keyed state: task-local copies
         // on the TaskManagers' disks or checkpoint storage (local recovery).
         ...(lr && (lr.localBytes || lr.remoteBytes)

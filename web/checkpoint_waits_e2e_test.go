@@ -1,0 +1,54 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBrowserCheckpointByHandWaits: a person presses "Checkpoint" while a
+// checkpoint is still in progress. As in Flink (CheckpointRequestDecider,
+// max-concurrent-checkpoints 1), the new one waits: the toast says so in
+// the page's language instead of pointing at barriers leaving the sources,
+// the checkpoints panel shows one waiting, and once the first completes the
+// second starts by itself. The job is paused in teaching mode, so the first
+// checkpoint stays in progress until the person steps it along.
+func TestBrowserCheckpointByHandWaits(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []string{"en", "zh"} {
+		b := newBrowser(t)
+		b.openLive("template=wordcount&seed=4&interval=0&lang=" + lang)
+		b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
+		if !eval[bool](b, `window.statelab.model.snap.paused`) {
+			b.clickLive(`#btn-play`)
+			b.waitJS(10*time.Second, "paused", `window.statelab.model.snap.paused`)
+		}
+		const history = `window.statelab.model.snap.checkpoints.history.filter(c => !c.savepoint)`
+		b.clickLive(`#btn-checkpoint`)
+		b.waitJS(10*time.Second, "checkpoint 1 in progress", history+`.some(c => c.id === 1 && c.status === 'IN_PROGRESS')`)
+		b.waitJS(10*time.Second, "the first toast", `!document.getElementById('toast').hidden`)
+		first := eval[string](b, `document.getElementById('toast').textContent`)
+		b.clickLive(`#btn-checkpoint`)
+		b.waitJS(10*time.Second, "the toast of the second request", fmt.Sprintf(`(t => !t.hidden && t.textContent !== %q)(document.getElementById('toast'))`, first))
+		said := eval[string](b, `document.getElementById('toast').textContent`)
+		want := map[string]string{"en": "checkpoint 1 is still in progress", "zh": "检查点 1 仍在进行中"}[lang]
+		assert.Contains(t, said, want, "%s: the toast says the checkpoint waits", lang)
+		assert.Contains(t, said, "max-concurrent-checkpoints", lang)
+		b.waitJS(10*time.Second, "one waiting in the checkpoints panel", `window.statelab.model.snap.checkpoints.queued === 1 && document.querySelector('.cp-queued') !== null`)
+		panel := eval[string](b, `document.querySelector('.cp-queued').textContent`)
+		assert.True(t, strings.HasPrefix(panel, "1 "), "%s: the panel counts one waiting: %q", lang, panel)
+		require.Equal(t, 1, eval[int](b, history+`.length`), "%s: no second checkpoint starts while the first is in progress", lang)
+		b.shot("checkpoint-waits-" + lang)
+		// Play: checkpoint 1 completes and the waiting one starts after it.
+		b.clickLive(`#btn-play`)
+		b.waitJS(60*time.Second, "checkpoint 2 started after 1 completed", history+`.length >= 2`)
+		h := eval[[]map[string]any](b, history+`.slice(0, 2).map(c => ({id: c.id, status: c.status, trigger: c.triggerTime, end: c.triggerTime + (c.endToEndDuration || 0)}))`)
+		assert.Equal(t, "COMPLETED", h[0]["status"], "%s: checkpoint 1 completed", lang)
+		assert.GreaterOrEqual(t, h[1]["trigger"].(float64), h[0]["end"].(float64), "%s: checkpoint 2 started when 1 had ended", lang)
+		b.waitJS(10*time.Second, "nothing waiting any more", `!window.statelab.model.snap.checkpoints.queued && document.querySelector('.cp-queued') === null`)
+	}
+}
