@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -51,4 +52,28 @@ func TestBrowserCheckpointByHandWaits(t *testing.T) {
 		assert.GreaterOrEqual(t, h[1]["trigger"].(float64), h[0]["end"].(float64), "%s: checkpoint 2 started when 1 had ended", lang)
 		b.waitJS(10*time.Second, "nothing waiting any more", `!window.statelab.model.snap.checkpoints.queued && document.querySelector('.cp-queued') === null`)
 	}
+
+	// With maxConcurrentCheckpoints=2 (a sandbox setting) the second starts
+	// at once beside the first, and the third waits.
+	b := newBrowser(t)
+	b.openLive("template=wordcount&seed=4&interval=0&maxConcurrentCheckpoints=2&lang=en")
+	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
+	if !eval[bool](b, `window.statelab.model.snap.paused`) {
+		b.clickLive(`#btn-play`)
+		b.waitJS(10*time.Second, "paused", `window.statelab.model.snap.paused`)
+	}
+	require.Equal(t, 2, eval[int](b, `window.statelab.model.snap.checkpoints.maxConcurrent`))
+	const inProgress = `window.statelab.model.snap.checkpoints.history.filter(c => c.status === 'IN_PROGRESS').length`
+	for n := 1; n <= 2; n++ {
+		b.clickLive(`#btn-checkpoint`)
+		b.waitJS(10*time.Second, fmt.Sprintf("%d in progress", n), fmt.Sprintf(`%s === %d`, inProgress, n))
+		b.waitJS(10*time.Second, "the toast", `!document.getElementById('toast').hidden`)
+		assert.Contains(t, eval[string](b, `document.getElementById('toast').textContent`), "Checkpoint triggered", "request %d of 2 starts at once", n)
+		b.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('toast').hidden = true`))
+	}
+	b.clickLive(`#btn-checkpoint`)
+	b.waitJS(10*time.Second, "the third waits", `window.statelab.model.snap.checkpoints.queued === 1`)
+	b.waitJS(10*time.Second, "the toast", `!document.getElementById('toast').hidden`)
+	assert.Contains(t, eval[string](b, `document.getElementById('toast').textContent`), "Flink runs at most 2 at a time")
+	assert.Equal(t, 2, eval[int](b, inProgress), "no third checkpoint in progress")
 }

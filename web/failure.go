@@ -27,10 +27,14 @@ type FailureSettings struct {
 	CheckpointTimeout time.Duration
 	Tolerable         int
 	Retained          int
-	Failover          string // region or full
-	Scheduler         string // default or reactive
-	SlotRequest       time.Duration
-	Heartbeat         time.Duration
+	// MaxConcurrent and MinPause are execution.checkpointing's
+	// max-concurrent-checkpoints and min-pause (0: Flink's 1 and 0).
+	MaxConcurrent int
+	MinPause      time.Duration
+	Failover      string // region or full
+	Scheduler     string // default or reactive
+	SlotRequest   time.Duration
+	Heartbeat     time.Duration
 	// Pipeline is chaining and unaligned checkpoints (pipeline.go).
 	Pipeline PipelineSettings
 	// LocalRecovery is state.backend.local-recovery (localRecovery=true).
@@ -48,7 +52,10 @@ const (
 	maxRestartAttempts   = 1_000_000
 	maxTolerableFailures = 1_000_000
 	maxRetained          = 100
-	maxFailureDuration   = 24 * time.Hour
+	// maxConcurrentCheckpoints bounds max-concurrent-checkpoints (Flink
+	// sets none; more than a few in flight teaches nothing more).
+	maxConcurrentCheckpoints = 10
+	maxFailureDuration       = 24 * time.Hour
 	// minCheckpointTimeout is Flink's least checkpoint timeout
 	// (CheckpointCoordinatorConfiguration.MINIMAL_CHECKPOINT_TIME).
 	minCheckpointTimeout = 10 * time.Millisecond
@@ -119,6 +126,12 @@ func parseFailureSettings(q url.Values, f *FailureSettings) error {
 	if err := num("retainedCheckpoints", 1, maxRetained, &f.Retained, "state.checkpoints.num-retained; Flink's default is 1"); err != nil {
 		return err
 	}
+	if err := num("maxConcurrentCheckpoints", 1, maxConcurrentCheckpoints, &f.MaxConcurrent, "execution.checkpointing.max-concurrent-checkpoints; Flink's default 1 starts no checkpoint while one is in progress, and one asked for by hand waits"); err != nil {
+		return err
+	}
+	if err := dur("minPauseBetweenCheckpoints", 0, true, &f.MinPause, "execution.checkpointing.min-pause: the least time from the end of one checkpoint to the start of the next periodic one; Flink's default is 0"); err != nil {
+		return err
+	}
 	if v := q.Get("failover"); v != "" {
 		if v != engine.FailoverRegion && v != engine.FailoverFull {
 			return bad("failover", "%q is unknown; choose region (Flink's default: restart the failed task's pipelined region) or full (restart every task)", v)
@@ -165,6 +178,12 @@ func (f FailureSettings) apply(spec *engine.JobSpec) {
 	if f.Retained != 0 {
 		spec.Checkpointing.Retained = f.Retained
 	}
+	if f.MaxConcurrent != 0 {
+		spec.Checkpointing.MaxConcurrent = f.MaxConcurrent
+	}
+	if f.MinPause != 0 {
+		spec.Checkpointing.MinPause = engine.Duration(f.MinPause)
+	}
 	if f.Failover != "" {
 		spec.Cluster.Failover = f.Failover
 	}
@@ -200,6 +219,12 @@ func failureSettingsFromSpec(q url.Values, spec *engine.JobSpec) {
 	q.Set("checkpointTimeout", c.Timeout.D().String())
 	q.Set("tolerableFailedCheckpoints", strconv.Itoa(c.TolerableFailed))
 	q.Set("retainedCheckpoints", strconv.Itoa(c.Retained))
+	if c.MaxConcurrent > 1 {
+		q.Set("maxConcurrentCheckpoints", strconv.Itoa(c.MaxConcurrent))
+	}
+	if c.MinPause != 0 {
+		q.Set("minPauseBetweenCheckpoints", c.MinPause.D().String())
+	}
 	if c.LocalRecovery {
 		q.Set("localRecovery", "true")
 	}

@@ -33,6 +33,20 @@ func TestFailureSettingsBuildTheSpec(t *testing.T) {
 	assert.Equal(t, time.Minute, spec.Cluster.SlotRequestTimeout.D())
 	assert.Equal(t, 50*time.Second, spec.Cluster.HeartbeatTimeout.D())
 
+	// max-concurrent-checkpoints and min-pause, and back from the spec.
+	q, err = url.ParseQuery("maxConcurrentCheckpoints=2&minPauseBetweenCheckpoints=250ms")
+	require.NoError(t, err)
+	set, err = ParseSettings(tpl, q)
+	require.NoError(t, err)
+	spec, err = tpl.Build(set)
+	require.NoError(t, err)
+	assert.Equal(t, 2, spec.Checkpointing.MaxConcurrent)
+	assert.Equal(t, 250*time.Millisecond, spec.Checkpointing.MinPause.D())
+	back, err := settingsFromSpec(tpl, spec)
+	require.NoError(t, err)
+	assert.Equal(t, "2", back.Get("maxConcurrentCheckpoints"))
+	assert.Equal(t, "250ms", back.Get("minPauseBetweenCheckpoints"))
+
 	// Nothing set: Flink's defaults.
 	set, err = ParseSettings(tpl, url.Values{})
 	require.NoError(t, err)
@@ -42,6 +56,8 @@ func TestFailureSettingsBuildTheSpec(t *testing.T) {
 	assert.Equal(t, 10*time.Minute, spec.Checkpointing.Timeout.D())
 	assert.Equal(t, 1, spec.Checkpointing.Retained)
 	assert.Equal(t, 0, spec.Checkpointing.TolerableFailed)
+	assert.Equal(t, 0, spec.Checkpointing.MaxConcurrent, "0: the engine's default, Flink's 1")
+	assert.Zero(t, spec.Checkpointing.MinPause)
 	assert.Equal(t, "region", spec.Cluster.Failover)
 	q = url.Values{"interval": {"0"}}
 	set, err = ParseSettings(tpl, q)
@@ -57,7 +73,7 @@ func TestFailureSettingsBuildTheSpec(t *testing.T) {
 	require.NoError(t, err)
 	spec, err = tpl.Build(set)
 	require.NoError(t, err)
-	back, err := settingsFromSpec(tpl, spec)
+	back, err = settingsFromSpec(tpl, spec)
 	require.NoError(t, err)
 	assert.Equal(t, "fixed-delay", back.Get("restart"))
 	assert.Equal(t, "4", back.Get("restartAttempts"))
@@ -76,6 +92,9 @@ func TestFailureSettingsErrors(t *testing.T) {
 		{"checkpointTimeout=5ms", "checkpointTimeout"},
 		{"tolerableFailedCheckpoints=x", "tolerableFailedCheckpoints"},
 		{"retainedCheckpoints=0", "retainedCheckpoints"},
+		{"maxConcurrentCheckpoints=0", "maxConcurrentCheckpoints: \"0\": want a whole number from 1 to 10"},
+		{"maxConcurrentCheckpoints=11", "max-concurrent-checkpoints"},
+		{"minPauseBetweenCheckpoints=soon", "minPauseBetweenCheckpoints"},
 		{"failover=individual", "choose region"},
 		{"scheduler=adaptive", "choose default or reactive"},
 		{"slotRequestTimeout=0", "slotRequestTimeout"},
