@@ -506,6 +506,8 @@ func catalogue() []*scenario {
 		},
 		slotRequestTimeout(),
 		restartKeepsPreviousSlots(),
+		localRecoveryCrash(),
+		localRecoveryLostTaskManager(),
 		reactiveRescale(),
 		{
 			name: "taskmanager-lost-etl",

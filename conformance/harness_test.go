@@ -276,6 +276,14 @@ type phaseTrace struct {
 	BrokenCheckpoint int64 `json:"brokenCheckpoint"`
 	// OperatorIDs: each vertex's operator ID (hex), by name
 	OperatorIDs map[string]string `json:"operatorIds"`
+	// LocalStateLookups (local recovery on): each lookup of a subtask's
+	// local copy of the checkpoint a restore hands it, in Flink's order
+	// (TaskLocalStateStoreImpl's DEBUG log; flinkref's LocalState.java)
+	LocalStateLookups []struct {
+		Task       string `json:"task"`
+		Checkpoint int64  `json:"checkpoint"`
+		Found      bool   `json:"found"`
+	} `json:"localStateLookups"`
 	// Steps: what each of the phase's steps did (a triggered checkpoint's
 	// id, a savepoint's path, an error); RetainedCheckpoints: the chk-N
 	// directories with a _metadata file after the last step

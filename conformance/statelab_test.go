@@ -55,6 +55,9 @@ type slPhase struct {
 	restartAttempt int
 	finalStatus    string
 	checkpoints    engine.CheckpointCounts
+	// latestRestore: the job's last restore at the phase's end, with the
+	// keyed bytes it read from local copies and from checkpoint storage
+	latestRestore *engine.RestoreStats
 	// failedCheckpoints: the phase's failed checkpoints, oldest first
 	failedCheckpoints []failedCheckpoint
 	// brokenCheckpoint: the checkpoint a breakLatest fault broke; restoreFailed:
@@ -455,6 +458,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 		p.finalKeys = keyedState(t, s, &snap)
 		p.finalKeyGroups = keyGroupsOf(&snap)
 		p.checkpoints = snap.Checkpoints.Counts
+		p.latestRestore = snap.Checkpoints.LatestRestore
 		p.restartAttempt = snap.Job.Restart.Attempt
 		for _, h := range snap.Checkpoints.History {
 			if h.Status == engine.CheckpointFailed {

@@ -37,7 +37,7 @@ public final class Faults {
          * (the runner reads Flink's checkpoint statistics and sets {@link #channelStateCheckpoint}).
          */
         public boolean afterChannelState;
-        /** throw: fire only once this many checkpoints (not savepoints) completed (the runner counts them). */
+        /** throw / tm-lost: fire only once this many checkpoints (not savepoints) completed (the runner counts them). */
         public long afterCompleted;
         /**
          * throw: fire on a poll of the source task (a record or not) once the subtasks of its operator have read

@@ -296,6 +296,12 @@ final class Runner {
             }
         }
         Map<String, String> cc = clusterConfig(spec);
+        if (spec.path("checkpointing").path("localRecovery").asBoolean(false)) {
+            // Where a restore read its state (LocalState): the TaskManagers keep their local copies in a directory
+            // flinkref chose, and TaskLocalStateStoreImpl's lookups are recorded.
+            cc.put("taskmanager.state.local.root-dirs", LocalState.root());
+            LocalState.install();
+        }
         // A scenario's own cluster options (clusterConfig), for what StateLab models and Flink leaves to the cluster.
         sc.path("clusterConfig").fields().forEachRemaining(e -> cc.put(e.getKey(), e.getValue().asText()));
         mc = pool.get(tms, slots, cc);
@@ -425,6 +431,10 @@ final class Runner {
             operatorIds.put(v.getName(), v.getOperatorIDs().get(0).getGeneratedOperatorID().toHexString());
         }
         pt.put("operatorIds", operatorIds);
+        Map<String, String> vertexNames = new HashMap<>();
+        for (org.apache.flink.runtime.jobgraph.JobVertex v : jg.getVertices()) {
+            vertexNames.put(v.getID().toHexString(), v.getName());
+        }
         if (restore != null) {
             pt.put("restoredFrom", restore);
         }
@@ -483,7 +493,7 @@ final class Runner {
             }
             for (Faults.Fault f : faults) {
                 if ("tm-lost".equals(f.kind) && Trace.processedSoFar(f.task) >= f.afterRecords
-                        && f.fired.compareAndSet(false, true)) {
+                        && Faults.completedCheckpoints >= f.afterCompleted && f.fired.compareAndSet(false, true)) {
                     // On another thread: this loop keeps polling the job status meanwhile, so the short
                     // RESTARTING that follows is seen.
                     java.util.concurrent.CompletableFuture.runAsync(() -> {
@@ -571,6 +581,9 @@ final class Runner {
         }
         describe(executionGraphInfo(id), pt);
         pt.put("events", Trace.events(index));
+        if (spec.path("checkpointing").path("localRecovery").asBoolean(false)) {
+            pt.put("localStateLookups", LocalState.lookups(id.toString(), vertexNames));
+        }
         pt.put("millis", (System.nanoTime() - start) / 1_000_000);
         return pt;
     }

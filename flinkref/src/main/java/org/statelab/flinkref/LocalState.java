@@ -1,0 +1,112 @@
+package org.statelab.flinkref;
+
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.LogEvent;
+import org.apache.logging.log4j.core.LoggerContext;
+import org.apache.logging.log4j.core.appender.AbstractAppender;
+import org.apache.logging.log4j.core.config.Configuration;
+import org.apache.logging.log4j.core.config.LoggerConfig;
+import org.apache.logging.log4j.core.config.Property;
+
+import java.io.File;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Where a restore with local recovery read its state. Flink's trace does not say; its TaskLocalStateStoreImpl
+ * logs at DEBUG, for each subtask a restore hands a checkpoint to, whether it holds a registered local copy of
+ * it ("Found registered local state for checkpoint N in subtask (job - vertex - index)" or "Did not find ...";
+ * TaskStateManagerImpl then restores the keyed state from that copy before the remote one). flinkref raises
+ * just that logger to DEBUG, into an appender of its own (nothing more reaches stderr), and records each
+ * lookup. The TaskManagers keep their local state under a directory flinkref chose
+ * (taskmanager.state.local.root-dirs), deleted when flinkref exits.
+ */
+final class LocalState {
+    private LocalState() {}
+
+    static final String LOGGER = "org.apache.flink.runtime.state.TaskLocalStateStoreImpl";
+
+    private static final Pattern LOOKUP = Pattern.compile(
+            "^(Found|Did not find) registered local state for checkpoint (\\d+) in subtask \\((\\S+) - (\\S+) - (\\d+)\\)");
+
+    private static final List<Map<String, Object>> lookups = new ArrayList<>();
+    private static boolean installed;
+    private static File root;
+
+    /** The TaskManagers' local state root (taskmanager.state.local.root-dirs), one per flinkref process. */
+    static synchronized String root() {
+        if (root == null) {
+            root = new File(System.getProperty("java.io.tmpdir"), "flinkref-local-state-" + ProcessHandle.current().pid());
+            root.mkdirs();
+            File dir = root;
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> org.apache.flink.util.FileUtils.deleteDirectoryQuietly(dir)));
+        }
+        return root.getAbsolutePath();
+    }
+
+    /** Raises TaskLocalStateStoreImpl's logger to DEBUG into flinkref's own appender (once). */
+    static synchronized void install() {
+        if (installed) {
+            return;
+        }
+        installed = true;
+        LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
+        Configuration conf = ctx.getConfiguration();
+        AbstractAppender app = new AbstractAppender("flinkref-local-state", null, null, true, Property.EMPTY_ARRAY) {
+            @Override
+            public void append(LogEvent e) {
+                record(e.getMessage().getFormattedMessage());
+            }
+        };
+        app.start();
+        conf.addAppender(app);
+        LoggerConfig lc = new LoggerConfig(LOGGER, Level.DEBUG, false);
+        lc.addAppender(app, Level.DEBUG, null);
+        conf.addLogger(LOGGER, lc);
+        ctx.updateLoggers();
+    }
+
+    private static void record(String msg) {
+        Matcher m = LOOKUP.matcher(msg);
+        if (!m.find()) {
+            return;
+        }
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("phase", Trace.phase);
+        e.put("found", m.group(1).equals("Found"));
+        e.put("checkpoint", Long.parseLong(m.group(2)));
+        e.put("jobId", m.group(3));
+        e.put("vertexId", m.group(4));
+        e.put("subtask", Integer.parseInt(m.group(5)));
+        synchronized (lookups) {
+            lookups.add(e);
+        }
+    }
+
+    /**
+     * The lookups of job jobId, in the order Flink made them, each with its task ("name#index") from the job
+     * graph's vertex names (vertex ID to name).
+     */
+    static List<Map<String, Object>> lookups(String jobId, Map<String, String> vertexNames) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        synchronized (lookups) {
+            for (Map<String, Object> e : lookups) {
+                if (!jobId.equals(e.get("jobId"))) {
+                    continue;
+                }
+                Map<String, Object> o = new LinkedHashMap<>();
+                String name = vertexNames.getOrDefault((String) e.get("vertexId"), (String) e.get("vertexId"));
+                o.put("task", name + "#" + e.get("subtask"));
+                o.put("checkpoint", e.get("checkpoint"));
+                o.put("found", e.get("found"));
+                out.add(o);
+            }
+        }
+        return out;
+    }
+}
