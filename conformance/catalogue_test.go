@@ -508,6 +508,7 @@ func catalogue() []*scenario {
 		restartKeepsPreviousSlots(),
 		localRecoveryCrash(),
 		localRecoveryLostTaskManager(),
+		localRecoveryKeepsLatest(),
 		reactiveRescale(),
 		{
 			name: "taskmanager-lost-etl",

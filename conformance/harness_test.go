@@ -298,6 +298,10 @@ type phaseTrace struct {
 		// clock ms)
 		Second      int64 `json:"second"`
 		RequestedAt int64 `json:"requestedAt"`
+		// LocalCheckpoints (a checkpoint with local recovery on): the
+		// checkpoints each subtask held a local copy of once the listing
+		// settled (TaskLocalStateStoreImpl's chk_N directories)
+		LocalCheckpoints map[string][]int64 `json:"localCheckpoints"`
 	} `json:"steps"`
 	RetainedCheckpoints []int64 `json:"retainedCheckpoints"`
 	// BuildFailure: why Flink refused to build the phase's job (a refused

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/statelab/statelab/engine"
 )
@@ -148,4 +149,61 @@ func checkLocalRecoveryLostTaskManager(j *judge, sl *slResult, fl *trace) {
 	slMixed := r.Checkpoint > 0 && r.LocalBytes > 0 && r.RemoteBytes > 0
 	j.equal("the surviving keyed subtask restored from its local copy, the lost TaskManager's from checkpoint storage",
 		slMixed, flMixed)
+}
+
+// localRecoveryKeepsLatest: with local recovery on, three checkpoints by
+// hand one after another; after each, every count subtask holds the local
+// copy of that checkpoint only: a TaskManager discards the local copies of
+// older checkpoints when a newer one's completion reaches it
+// (TaskLocalStateStoreImpl.confirmCheckpoint prunes the checkpoints below
+// the confirmed one; StateLab: confirmLocalState). flinkref lists the chk_N
+// directories of each subtask under taskmanager.state.local.root-dirs once
+// the listing settled; StateLab lists its TaskManagers' localState files.
+func localRecoveryKeepsLatest() *scenario {
+	return &scenario{
+		name: "local-recovery-keeps-latest-local-copy",
+		claim: "With local recovery on, each completed checkpoint's keyed state has a local copy on the subtask's " +
+			"TaskManager, and only the latest confirmed checkpoint's copy is kept: older ones are deleted when a newer " +
+			"checkpoint's completion is confirmed to the tasks (TaskLocalStateStoreImpl.confirmCheckpoint)",
+		spec:       wordCount(2, "exactly-once", map[string]any{"localRecovery": true}, nil),
+		partitions: map[string]int{"source": 2},
+		// the phase's input, and one chunk more that holds the sources (never read)
+		lines:  map[string][][]string{"source": {genLines(89, 30, 3), genLines(90, 10, 3)}},
+		phases: []phase{{steps: []string{stepCheckpoint, stepCheckpoint, stepCheckpoint}, cancel: true}},
+		slots:  4,
+		check:  checkLocalRecoveryKeepsLatest,
+	}
+}
+
+// keyedLocal keeps the count subtasks' entries of a listing.
+func keyedLocal(m map[string][]int64) map[string][]int64 {
+	out := map[string][]int64{}
+	for task, ids := range m {
+		if strings.HasPrefix(task, "count#") {
+			out[task] = ids
+		}
+	}
+	return out
+}
+
+func checkLocalRecoveryKeepsLatest(j *judge, sl *slResult, fl *trace) {
+	p := fl.Phases[0]
+	ids := flinkStepIDs(&p)
+	j.true("Flink took every checkpoint by hand", len(ids) == 3 && stepErrors(&p) == "", p.Steps)
+	var flLocal []map[string][]int64
+	for _, st := range p.Steps {
+		flLocal = append(flLocal, keyedLocal(st.LocalCheckpoints))
+	}
+	j.t.Logf("Flink: checkpoints %v; local copies after each (count subtasks) %v", ids, flLocal)
+	if sl == nil {
+		return
+	}
+	q := sl.phases[0]
+	j.equal("the checkpoints taken by hand", q.steps, ids)
+	var slLocal []map[string][]int64
+	for _, m := range q.localAfterSteps {
+		slLocal = append(slLocal, keyedLocal(m))
+	}
+	j.t.Logf("StateLab: local copies after each (count subtasks) %v", slLocal)
+	j.equal("the checkpoints each count subtask holds a local copy of after each checkpoint", slLocal, flLocal)
 }

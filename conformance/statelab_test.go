@@ -3,10 +3,14 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,8 +112,11 @@ type slPhase struct {
 	// steps: the checkpoint or savepoint each of the phase's steps took
 	// (0 for a read); retained: the completed checkpoints (not savepoints)
 	// the checkpoint storage retains after the last step
-	steps    []int64
-	retained []int64
+	steps []int64
+	// localAfterSteps (local recovery on): after each step, the
+	// checkpoints each keyed subtask holds a local copy of ("count#0": [3])
+	localAfterSteps []map[string][]int64
+	retained        []int64
 	// history: every checkpoint and savepoint of the run so far, oldest first
 	history []cpEntry
 	// notified: per sink subtask, each checkpoint it was notified of in the
@@ -207,6 +214,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				opts.Dir = t.TempDir() // checkpoint files the fault can delete or damage
 			}
 		}
+	}
+	if js.Checkpointing.LocalRecovery && opts.Dir == "" {
+		opts.Dir = t.TempDir() // the TaskManagers' local disks, listed after each step
 	}
 	s, err := engine.NewStepper(js, opts)
 	if err != nil {
@@ -419,6 +429,9 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 					chunk++
 				}
 				p.steps = append(p.steps, id)
+				if js.Checkpointing.LocalRecovery {
+					p.localAfterSteps = append(p.localAfterSteps, localCheckpoints(t, opts.Dir))
+				}
 			}
 			for _, c := range s.Snapshot().Checkpoints.Retained {
 				if !c.Savepoint {
@@ -1192,4 +1205,38 @@ func statelabCut(t *testing.T, sc *scenario) (map[string][]int64, error) {
 		cut[src] = offs
 	}
 	return cut, nil
+}
+
+// localKeyedFile is a keyed snapshot file's path in a TaskManager's
+// task-local store: chk-N/<operator>-<subtask>[-kg<first>-<last>].kgs.
+var localKeyedFile = regexp.MustCompile(`(?:^|/)chk-(\d+)/([a-z][a-z0-9_]*)-(\d+)(?:-[^/]*)?\.kgs$`)
+
+// localCheckpoints lists the checkpoints each keyed subtask holds a local
+// copy of on any TaskManager's disk under dir (the engine's
+// local/<tm>/<incarnation>/localState/<job>/ stores), sorted.
+func localCheckpoints(t *testing.T, dir string) map[string][]int64 {
+	out := map[string][]int64{}
+	root := filepath.Join(dir, "local")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		m := localKeyedFile.FindStringSubmatch(filepath.ToSlash(p))
+		if m == nil || !strings.Contains(filepath.ToSlash(p), "/localState/") {
+			return nil
+		}
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		task := m[2] + "#" + m[3]
+		if !slices.Contains(out[task], id) {
+			out[task] = append(out[task], id)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("list the local disks: %v", err)
+	}
+	for _, ids := range out {
+		slices.Sort(ids)
+	}
+	return out
 }

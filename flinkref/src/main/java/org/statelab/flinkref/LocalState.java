@@ -88,6 +88,52 @@ final class LocalState {
         }
     }
 
+    private static final Pattern CHK = Pattern.compile("jid_([0-9a-f]+)[/\\\\]vtx_([0-9a-f]+)_sti_(\\d+)[/\\\\]chk_(\\d+)$");
+
+    /**
+     * The checkpoints whose local copy each subtask ("name#index") of job jobId holds now: the chk_N directories
+     * under vtx_(vertex)_sti_(index) in the local state root (TaskLocalStateStoreImpl's layout), sorted.
+     */
+    static Map<String, List<Long>> list(String jobId, Map<String, String> vertexNames) {
+        Map<String, List<Long>> out = new java.util.TreeMap<>();
+        if (root == null) {
+            return out;
+        }
+        try (java.util.stream.Stream<java.nio.file.Path> w = java.nio.file.Files.walk(root.toPath())) {
+            w.filter(java.nio.file.Files::isDirectory).forEach(d -> {
+                Matcher m = CHK.matcher(d.toString());
+                if (m.find() && m.group(1).equals(jobId)) {
+                    String task = vertexNames.getOrDefault(m.group(2), m.group(2)) + "#" + m.group(3);
+                    out.computeIfAbsent(task, k -> new ArrayList<>()).add(Long.parseLong(m.group(4)));
+                }
+            });
+        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+            // a directory deleted while walking: the next listing sees it gone
+        }
+        out.values().forEach(java.util.Collections::sort);
+        return out;
+    }
+
+    /**
+     * The listing once it settled: unchanged for 300 ms (the TaskManagers prune their local copies when the
+     * checkpoint's completion reaches them, after the coordinator completed it), at most 5 s.
+     */
+    static Map<String, List<Long>> settledList(String jobId, Map<String, String> vertexNames)
+            throws InterruptedException {
+        long until = System.nanoTime() + 5_000_000_000L;
+        Map<String, List<Long>> last = list(jobId, vertexNames);
+        long since = System.nanoTime();
+        while (System.nanoTime() < until && System.nanoTime() - since < 300_000_000L) {
+            Thread.sleep(20);
+            Map<String, List<Long>> now = list(jobId, vertexNames);
+            if (!now.equals(last)) {
+                last = now;
+                since = System.nanoTime();
+            }
+        }
+        return last;
+    }
+
     /**
      * The lookups of job jobId, in the order Flink made them, each with its task ("name#index") from the job
      * graph's vertex names (vertex ID to name).

@@ -435,6 +435,7 @@ final class Runner {
         for (org.apache.flink.runtime.jobgraph.JobVertex v : jg.getVertices()) {
             vertexNames.put(v.getID().toHexString(), v.getName());
         }
+        localRecoveryVertices = spec.path("checkpointing").path("localRecovery").asBoolean(false) ? vertexNames : null;
         if (restore != null) {
             pt.put("restoredFrom", restore);
         }
@@ -645,8 +646,12 @@ final class Runner {
      * stop the job (an intermediate savepoint) and waits for it; "read" raises the sources' limits to the step's
      * and waits until they are read. Notes each step's outcome (and how long it took) and, after the last, unless
      * the phase says skipRetained, the checkpoints retained in the job's checkpoint directory (chk-N with its
-     * _metadata).
+     * _metadata). With local recovery on, a checkpoint step also notes the local copies each subtask holds once the
+     * listing settled (LocalState.settledList).
      */
+    /** The current phase's vertex names by vertex ID when its job has local recovery on (null otherwise). */
+    private Map<String, String> localRecoveryVertices;
+
     private void runSteps(JobID id, JsonNode steps, String input, Map<String, Object> pt, boolean listRetained)
             throws Exception {
         // A checkpoint triggered before every task runs is refused ("Not all required tasks are currently
@@ -723,6 +728,10 @@ final class Runner {
                 }
             } catch (Exception e) {
                 m.put("error", e.toString());
+            }
+            if (kind.equals("checkpoint") && localRecoveryVertices != null) {
+                // The local copies each subtask holds once the checkpoint's completion reached the tasks.
+                m.put("localCheckpoints", LocalState.settledList(id.toString(), localRecoveryVertices));
             }
             if (kind.equals("checkpoint-expires")) {
                 // The next step starts once the stalled snapshot is over (StateLab's stall is virtual time that has
