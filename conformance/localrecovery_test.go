@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/statelab/statelab/engine"
@@ -74,7 +73,7 @@ func checkLocalRecoveryCrash(j *judge, sl *slResult, fl *trace) {
 	slLocal := r.Checkpoint > 0 && r.LocalBytes > 0 && r.RemoteBytes == 0
 	j.equal("every keyed subtask restored from its local copy of the checkpoint restored", slLocal, flLocal)
 	if !slLocal {
-		j.t.Log(fmt.Sprintf("StateLab read %d bytes from checkpoint storage and %d locally", r.RemoteBytes, r.LocalBytes))
+		j.t.Logf("StateLab read %d bytes from checkpoint storage and %d locally", r.RemoteBytes, r.LocalBytes)
 	}
 }
 
