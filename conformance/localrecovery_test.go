@@ -41,14 +41,14 @@ func localRecoveryCrash() *scenario {
 	}
 }
 
-func checkLocalRecoveryCrash(j *judge, sl *slResult, fl *trace) {
-	p := fl.Phases[0]
-	j.true("Flink restarted after the crash", len(p.RestartedSubtasks) > 0, p.RestartedSubtasks)
+// countLocalLookups is the checkpoint Flink restored in phase p and, for
+// each count subtask, whether its lookup of that checkpoint's local copy
+// found one (TaskLocalStateStoreImpl.retrieveLocalState's log).
+func countLocalLookups(j *judge, p phaseTrace) (int64, map[string]bool) {
 	var restored int64
 	if r := p.Checkpoints.LatestRestored; r != nil {
 		restored = r.ID
 	}
-	// Each count subtask's lookup of the restored checkpoint's local copy.
 	found := map[string]bool{}
 	for _, l := range p.LocalStateLookups {
 		if l.Checkpoint == restored && (l.Task == "count#0" || l.Task == "count#1") {
@@ -56,6 +56,13 @@ func checkLocalRecoveryCrash(j *judge, sl *slResult, fl *trace) {
 		}
 	}
 	j.t.Logf("Flink: restored checkpoint %d; local-state lookups %+v", restored, p.LocalStateLookups)
+	return restored, found
+}
+
+func checkLocalRecoveryCrash(j *judge, sl *slResult, fl *trace) {
+	p := fl.Phases[0]
+	j.true("Flink restarted after the crash", len(p.RestartedSubtasks) > 0, p.RestartedSubtasks)
+	restored, found := countLocalLookups(j, p)
 	flLocal := restored > 0 && len(found) == 2 && found["count#0"] && found["count#1"]
 	j.true("Flink restored a checkpoint and both count subtasks found their local copy of it", flLocal, found)
 	checkExactOutput(j, sl, fl, wordCountOutput(catalogueLines("local-recovery-crash-reads-local-copy")...))
@@ -117,17 +124,7 @@ func localRecoveryLostTaskManager() *scenario {
 func checkLocalRecoveryLostTaskManager(j *judge, sl *slResult, fl *trace) {
 	p := fl.Phases[0]
 	j.true("Flink lost one TaskManager", len(p.LostTaskManagers) == 1, len(p.LostTaskManagers))
-	var restored int64
-	if r := p.Checkpoints.LatestRestored; r != nil {
-		restored = r.ID
-	}
-	found := map[string]bool{}
-	for _, l := range p.LocalStateLookups {
-		if l.Checkpoint == restored && (l.Task == "count#0" || l.Task == "count#1") {
-			found[l.Task] = l.Found
-		}
-	}
-	j.t.Logf("Flink: restored checkpoint %d; local-state lookups %+v", restored, p.LocalStateLookups)
+	restored, found := countLocalLookups(j, p)
 	// A lookup for each count subtask: count#1 found its copy, count#0 (on
 	// the free TaskManager) did not.
 	flMixed := restored > 0 && len(found) == 2 && !found["count#0"] && found["count#1"]

@@ -18,16 +18,23 @@ import (
 // the checkpoints panel shows one waiting, and once the first completes the
 // second starts by itself. The job is paused in teaching mode, so the first
 // checkpoint stays in progress until the person steps it along.
+// openPausedWordCount opens a word count without periodic checkpoints in
+// teaching mode, every subtask running, and pauses it as a person does.
+func openPausedWordCount(t *testing.T, query string) *browserEnv {
+	b := newBrowser(t)
+	b.openLive("template=wordcount&seed=4&interval=0&" + query)
+	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
+	if !eval[bool](b, `window.statelab.model.snap.paused`) {
+		b.clickLive(`#btn-play`)
+		b.waitJS(10*time.Second, "paused", `window.statelab.model.snap.paused`)
+	}
+	return b
+}
+
 func TestBrowserCheckpointByHandWaits(t *testing.T) {
 	t.Parallel()
 	for _, lang := range []string{"en", "zh"} {
-		b := newBrowser(t)
-		b.openLive("template=wordcount&seed=4&interval=0&lang=" + lang)
-		b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
-		if !eval[bool](b, `window.statelab.model.snap.paused`) {
-			b.clickLive(`#btn-play`)
-			b.waitJS(10*time.Second, "paused", `window.statelab.model.snap.paused`)
-		}
+		b := openPausedWordCount(t, "lang="+lang)
 		const history = `window.statelab.model.snap.checkpoints.history.filter(c => !c.savepoint)`
 		b.clickLive(`#btn-checkpoint`)
 		b.waitJS(10*time.Second, "checkpoint 1 in progress", history+`.some(c => c.id === 1 && c.status === 'IN_PROGRESS')`)
@@ -55,13 +62,7 @@ func TestBrowserCheckpointByHandWaits(t *testing.T) {
 
 	// With maxConcurrentCheckpoints=2 (a sandbox setting) the second starts
 	// at once beside the first, and the third waits.
-	b := newBrowser(t)
-	b.openLive("template=wordcount&seed=4&interval=0&maxConcurrentCheckpoints=2&lang=en")
-	b.waitJS(30*time.Second, "every subtask running", jsAllRunning)
-	if !eval[bool](b, `window.statelab.model.snap.paused`) {
-		b.clickLive(`#btn-play`)
-		b.waitJS(10*time.Second, "paused", `window.statelab.model.snap.paused`)
-	}
+	b := openPausedWordCount(t, "maxConcurrentCheckpoints=2&lang=en")
 	require.Equal(t, 2, eval[int](b, `window.statelab.model.snap.checkpoints.maxConcurrent`))
 	const inProgress = `window.statelab.model.snap.checkpoints.history.filter(c => c.status === 'IN_PROGRESS').length`
 	for n := 1; n <= 2; n++ {
