@@ -68,6 +68,10 @@ func TestPerformancePageShowsTheCommittedResults(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(section, "perf-targets"))
 		if tc.lang == "en" {
 			assert.Contains(t, section, "Targets met: "+strconv.Itoa(met)+" of "+strconv.Itoa(all))
+			assert.NotContains(t, section, "perf-english-note")
+		} else {
+			// The bench's charts and case names are English: the page says so.
+			assert.Contains(t, section, "图表和测试项名称是 statelab bench 的输出，保持英文。")
 		}
 		assert.Contains(t, section, `src="/performance/results/committed/ratios.svg"`)
 		assert.True(t, strings.Contains(html, `id="perf-run-btn"`), "the run button")
