@@ -109,31 +109,28 @@ func (c *core) requestCheckpoint() error {
 	}
 	c.coord.queued = append(c.coord.queued, checkpointRequest{at: c.clock()})
 	pending := c.coord.pendingList()
-	var oldest int64
-	when := "when a pending checkpoint ends"
-	switch {
-	case len(pending) == 1:
+	var oldest int64 // the event's Checkpoint: the oldest pending one
+	if len(pending) > 0 {
 		oldest = pending[0].id
-		when = fmt.Sprintf("when %d ends", oldest)
-	case len(pending) > 1:
-		oldest = pending[0].id
-		when = "when one of them ends"
 	}
-	why := fmt.Sprintf("%d checkpoints are still pending", len(pending))
-	switch {
-	case len(pending) == 1:
-		why = fmt.Sprintf("checkpoint %d is still pending", oldest)
-	case len(pending) == 2:
-		why = fmt.Sprintf("checkpoints %d and %d are still pending", pending[0].id, pending[1].id)
-	}
-	msg := fmt.Sprintf("checkpoint requested: %s and max-concurrent-checkpoints is %d; it starts %s", why, max, when)
-	if ahead := len(c.coord.queued) - 1; ahead > 0 {
-		msg += fmt.Sprintf(", after the %d request(s) asked for before it", ahead)
-	}
-	if len(pending) < max {
+	var msg string
+	switch ahead := len(c.coord.queued) - 1; {
+	case len(pending) < max:
 		// A pending checkpoint has just ended and the requests before
 		// this one have not started yet: they go first.
-		msg = fmt.Sprintf("checkpoint requested: %d request(s) asked for before it start first; it starts right after them", len(c.coord.queued)-1)
+		msg = fmt.Sprintf("checkpoint requested: %d request(s) asked for before it start first; it starts right after them", ahead)
+	default:
+		why, when := fmt.Sprintf("%d checkpoints are still pending", len(pending)), "when one of them ends"
+		switch len(pending) {
+		case 1:
+			why, when = fmt.Sprintf("checkpoint %d is still pending", oldest), fmt.Sprintf("when %d ends", oldest)
+		case 2:
+			why = fmt.Sprintf("checkpoints %d and %d are still pending", pending[0].id, pending[1].id)
+		}
+		msg = fmt.Sprintf("checkpoint requested: %s and max-concurrent-checkpoints is %d; it starts %s", why, max, when)
+		if ahead > 0 {
+			msg += fmt.Sprintf(", after the %d request(s) asked for before it", ahead)
+		}
 	}
 	c.publish(Event{Kind: EvCheckpointQueued, Checkpoint: oldest, Value: int64(max), Records: len(c.coord.queued), Message: msg})
 	return nil
