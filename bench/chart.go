@@ -6,7 +6,6 @@ import (
 	"html"
 	"math"
 	"slices"
-	"unicode/utf8"
 )
 
 // Point is one (x, y) of a series.
@@ -30,6 +29,9 @@ type LineChart struct {
 	// YMetric formats tick labels (MetricBytes, MetricSeconds, …).
 	XMetric, YMetric string
 	Series           []Series
+	// T translates the chart's own words ("slope %.2f", "no data") for a
+	// page in another language; nil keeps them in English.
+	T func(string) string
 }
 
 // Chart geometry, in SVG user units.
@@ -77,6 +79,14 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
+// tr passes s through t, or returns it when t is nil.
+func tr(t func(string) string, s string) string {
+	if t == nil {
+		return s
+	}
+	return t(s)
+}
+
 // SVG renders the chart as a standalone SVG document.
 func (c LineChart) SVG() []byte {
 	var b bytes.Buffer
@@ -87,7 +97,7 @@ func (c LineChart) SVG() []byte {
 
 	xs, ys := c.extent()
 	if len(xs) == 0 {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" %s font-size="14" fill="%s">no data</text>`+"\n", plotL, plotT+plotHeight/2, chartFont, textColour)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" %s font-size="14" fill="%s">%s</text>`+"\n", plotL, plotT+plotHeight/2, chartFont, textColour, esc(tr(c.T, "no data")))
 		b.WriteString("</svg>\n")
 		return b.Bytes()
 	}
@@ -144,8 +154,8 @@ func (c LineChart) SVG() []byte {
 		}
 		if !s.Dashed {
 			for _, p := range pts {
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s: %s at %s</title></circle>`+"\n",
-					px(p.X), py(p.Y), colour, esc(s.Name), esc(FormatValue(c.YMetric, p.Y)), esc(tickLabel(c.XMetric, p.X)))
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s</title></circle>`+"\n",
+					px(p.X), py(p.Y), colour, esc(fmt.Sprintf(tr(c.T, "%s: %s at %s"), s.Name, FormatValue(c.YMetric, p.Y), tickLabel(c.XMetric, p.X))))
 			}
 		}
 		// Legend, with the slope so "linear or worse" is written, not guessed.
@@ -154,7 +164,7 @@ func (c LineChart) SVG() []byte {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+22, ly, colour, dash)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" %s font-size="12" fill="%s">%s</text>`+"\n", lx+28, ly+4, chartFont, textColour, esc(s.Name))
 		if !s.Dashed && len(pts) > 1 {
-			fmt.Fprintf(&b, `<text x="%d" y="%d" %s font-size="11" fill="#666">slope %.2f</text>`+"\n", lx+28, ly+18, chartFont, Slope(s))
+			fmt.Fprintf(&b, `<text x="%d" y="%d" %s font-size="11" fill="#666">%s</text>`+"\n", lx+28, ly+18, chartFont, esc(fmt.Sprintf(tr(c.T, "slope %.2f"), Slope(s))))
 		}
 	}
 	b.WriteString("</svg>\n")
@@ -212,6 +222,9 @@ type Bar struct {
 type RatioChart struct {
 	Title string
 	Bars  []Bar
+	// T translates the chart's own words ("target", "was"); nil keeps
+	// them in English.
+	T func(string) string
 }
 
 // SVG renders the ratio chart.
@@ -221,7 +234,7 @@ func (c RatioChart) SVG() []byte {
 	// the longest one (12 px text, about 7 px a character), so none is cut.
 	left := 330
 	for _, bar := range c.Bars {
-		left = max(left, 20+7*utf8.RuneCountInString(bar.Label))
+		left = max(left, 20+labelWidth(bar.Label))
 	}
 	width := 570 + left
 	height := top + rowH*len(c.Bars) + 40
@@ -270,26 +283,41 @@ func (c RatioChart) SVG() []byte {
 			colour = palette[1]
 		}
 		xa, xb := math.Min(x1, px(bar.Ratio)), math.Max(x1, px(bar.Ratio))
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %.3gx</title></rect>`+"\n",
-			xa, y+3, math.Max(xb-xa, 1), rowH-6, colour, esc(bar.Label), bar.Ratio)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
+			xa, y+3, math.Max(xb-xa, 1), rowH-6, colour, esc(fmt.Sprintf(tr(c.T, "%s: %.3gx"), bar.Label, bar.Ratio)))
 		label := fmt.Sprintf("%.3gx", bar.Ratio)
 		if bar.Previous > 0 {
-			label += fmt.Sprintf(" (was %.3gx)", bar.Previous)
+			label += fmt.Sprintf(tr(c.T, " (was %.3gx)"), bar.Previous)
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" %s font-size="11" fill="%s">%s</text>`+"\n", math.Max(xb, px(math.Max(bar.Previous, 1e-300)))+8, y+14, chartFont, textColour, label)
 		if bar.Target != nil && bar.Target.Ratio > 0 {
 			tx := px(bar.Target.Ratio)
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2"><title>target %s %.3gx</title></line>`+"\n",
-				tx, y+1, tx, y+rowH-1, esc(bar.Target.Op), bar.Target.Ratio)
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="2"><title>%s</title></line>`+"\n",
+				tx, y+1, tx, y+rowH-1, esc(fmt.Sprintf(tr(c.T, "target %s %.3gx"), bar.Target.Op, bar.Target.Ratio)))
 		}
 		if bar.Previous > 0 {
 			// The previous run: a hollow ring on the same row.
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%d" r="5" fill="none" stroke="%s" stroke-width="2"><title>previous run %.3gx</title></circle>`+"\n",
-				px(bar.Previous), y+rowH/2, previousColour, bar.Previous)
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%d" r="5" fill="none" stroke="%s" stroke-width="2"><title>%s</title></circle>`+"\n",
+				px(bar.Previous), y+rowH/2, previousColour, esc(fmt.Sprintf(tr(c.T, "previous run %.3gx"), bar.Previous)))
 		}
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// labelWidth estimates the width of a 12 px label: about 7 px a Latin
+// character and 12 px a wide (CJK) one, so a Chinese label is not cut.
+func labelWidth(s string) int {
+	w := 0
+	for _, r := range s {
+		if r >= 0x1100 && (r <= 0x115f || (r >= 0x2e80 && r <= 0xa4cf) || (r >= 0xac00 && r <= 0xd7a3) ||
+			(r >= 0xf900 && r <= 0xfaff) || (r >= 0xfe30 && r <= 0xfe4f) || (r >= 0xff00 && r <= 0xff60) || (r >= 0xffe0 && r <= 0xffe6)) {
+			w += 12
+		} else {
+			w += 7
+		}
+	}
+	return w
 }
 
 // decimalBytes writes whole decades of bytes as 1 kB, 10 MB.

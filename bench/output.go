@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,8 +17,9 @@ type namedChart struct {
 
 // costCharts are the cost-against-state-size charts of a report: checkpoint
 // bytes and time, rescale time and bytes read, each on log-log axes with a
-// dashed line of linear growth for comparison.
-func costCharts(r *Report) []namedChart {
+// dashed line of linear growth for comparison. t translates every word the
+// charts show (nil: English, as the files statelab bench writes).
+func costCharts(r *Report, t func(string) string) []namedChart {
 	series := func(group, prefix string, value bool) Series {
 		s := Series{}
 		for _, c := range r.Cases {
@@ -33,7 +35,7 @@ func costCharts(r *Report) []namedChart {
 		slices.SortFunc(s.Points, func(a, b Point) int { return cmpFloat(a.X, b.X) })
 		return s
 	}
-	named := func(s Series, name string) Series { s.Name = name; return s }
+	named := func(s Series, name string) Series { s.Name = tr(t, name); return s }
 	var out []namedChart
 	add := func(file, title, yLabel, metric string, ss ...Series) {
 		var keep []Series
@@ -45,9 +47,11 @@ func costCharts(r *Report) []namedChart {
 		if len(keep) == 0 {
 			return
 		}
-		keep = append(keep, linearReference(keep[0]))
-		out = append(out, namedChart{file: file, chart: LineChart{Title: title, XLabel: "state size (keys)", YLabel: yLabel,
-			XMetric: "keys", YMetric: metric, Series: keep}})
+		ref := linearReference(keep[0])
+		ref.Name = tr(t, ref.Name)
+		keep = append(keep, ref)
+		out = append(out, namedChart{file: file, chart: LineChart{Title: tr(t, title), XLabel: tr(t, "state size (keys)"),
+			YLabel: tr(t, yLabel), XMetric: "keys", YMetric: metric, Series: keep, T: t}})
 	}
 	add("checkpoint-bytes.svg", "Checkpoint size after 1 % of keys changed", "bytes written per checkpoint", MetricBytes,
 		named(series(GroupCheckpoint, "incremental checkpoint bytes", false), "full"),
@@ -79,17 +83,19 @@ func linearReference(s Series) Series {
 	return ref
 }
 
-// ratioChart shows every case's ratio against its target.
-func ratioChart(r *Report) RatioChart {
-	rc := RatioChart{Title: "Each case against its baseline (ratio; black tick = target)"}
+// ratioChart shows every case's ratio against its target; t translates
+// its words and the case names (nil: English).
+func ratioChart(r *Report, t func(string) string) RatioChart {
+	rc := RatioChart{Title: tr(t, "Each case against its baseline (ratio; black tick = target)"), T: t}
 	if r.Previous != nil {
-		rc.Title = fmt.Sprintf("Each case against its baseline (ratio; black tick = target; ring = previous run, %s)", r.Previous.Started.UTC().Format("2006-01-02 15:04 UTC"))
+		rc.Title = fmt.Sprintf(tr(t, "Each case against its baseline (ratio; black tick = target; ring = previous run, %s)"),
+			r.Previous.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	for _, c := range r.Cases {
 		if c.Group == GroupScaling || c.Ratio == 0 {
 			continue
 		}
-		bar := Bar{Label: c.Name, Ratio: c.Ratio, Target: c.Target}
+		bar := Bar{Label: tr(t, c.Name), Ratio: c.Ratio, Target: c.Target}
 		if r.Previous != nil {
 			bar.Previous = r.Previous.Ratios[CaseKey(c)]
 		}
@@ -136,15 +142,26 @@ func WriteOutputs(dir string, r *Report) ([]string, error) {
 	if err := write("bench.json", []byte(js.String())); err != nil {
 		return written, err
 	}
-	for _, ch := range costCharts(r) {
-		if err := write(ch.file, ch.chart.SVG()); err != nil {
-			return written, err
-		}
-	}
-	if rc := ratioChart(r); len(rc.Bars) > 0 {
-		if err := write("ratios.svg", rc.SVG()); err != nil {
+	charts := Charts(r, nil)
+	for _, name := range slices.Sorted(maps.Keys(charts)) {
+		if err := write(name, charts[name]); err != nil {
 			return written, err
 		}
 	}
 	return written, nil
+}
+
+// Charts draws a report's SVG charts by file name, the ones WriteOutputs
+// writes: ratios.svg and the cost charts a report has data for. t
+// translates every word they show, case names included, for a page in
+// another language (nil: English).
+func Charts(r *Report, t func(string) string) map[string][]byte {
+	out := map[string][]byte{}
+	for _, ch := range costCharts(r, t) {
+		out[ch.file] = ch.chart.SVG()
+	}
+	if rc := ratioChart(r, t); len(rc.Bars) > 0 {
+		out["ratios.svg"] = rc.SVG()
+	}
+	return out
 }

@@ -183,11 +183,11 @@ func TestWriteOutputs(t *testing.T) {
 			parseSVG(t, data)
 		}
 	}
-	assert.Equal(t, []string{"bench.json", "checkpoint-bytes.svg", "rescale-time.svg", "ratios.svg"}, names)
+	assert.Equal(t, []string{"bench.json", "checkpoint-bytes.svg", "ratios.svg", "rescale-time.svg"}, names, "bench.json, then the charts by name")
 }
 
 func TestCostChartsHaveALinearReference(t *testing.T) {
-	charts := costCharts(sampleReport())
+	charts := costCharts(sampleReport(), nil)
 	require.Len(t, charts, 2)
 	ck := charts[0].chart
 	require.Len(t, ck.Series, 3)

@@ -384,7 +384,7 @@ func (r *runner) rescale(context.Context) error {
 // scaling turns each cost-against-size series into its log-log slope, so
 // "grows linearly, not worse" is a figure with a target, not an impression.
 func (r *runner) scaling() {
-	for _, ch := range costCharts(r.rep) {
+	for _, ch := range costCharts(r.rep, nil) {
 		for _, s := range ch.chart.Series {
 			if s.Dashed || len(s.Points) < 2 {
 				continue

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
@@ -118,4 +119,31 @@ func TestBrowserPerformanceShowsChartsAndRunsTheQuickBench(t *testing.T) {
 	assert.Positive(t, eval[int](b, `document.querySelectorAll('#perf-latest tbody tr').length`))
 	assert.True(t, eval[bool](b, `document.getElementById('perf-run-btn').disabled`), "the cooldown holds the button")
 	b.shot("perf-02-after-quick-run")
+
+	// The learner switches to Chinese with the language switch: the table
+	// and the charts, committed and latest, are drawn in Chinese (the
+	// charts again from bench.json, web/perf_zh.go), not left in English.
+	b.clickLive(`a[data-lang-link="zh"]`)
+	b.waitJS(20*time.Second, "the Chinese page's charts", `document.documentElement.lang === 'zh' &&
+		document.getElementById('perf-latest') !== null &&
+		[...document.querySelectorAll('.perf-chart img')].length >= 6 &&
+		[...document.querySelectorAll('.perf-chart img')].every(i => i.complete && i.naturalWidth > 0)`)
+	// Every case name in both tables has Chinese in it; the chips too.
+	untranslated := eval[[]string](b, `[...document.querySelectorAll('.perf-table tbody tr')].flatMap(tr => {
+		const cells = tr.querySelectorAll('td');
+		return [cells[0].innerText, cells[1].innerText].filter(s => !/\p{Script=Han}/u.test(s) && !/^(ValueState|WebSocket)$/.test(s.trim()));
+	})`)
+	assert.Empty(t, untranslated, "case names and groups left in English")
+	// Each chart the page shows, as the browser fetches it, is in Chinese.
+	charts := eval[[]string](b, `[...document.querySelectorAll('.perf-chart img')].map(i => i.getAttribute('src'))`)
+	require.GreaterOrEqual(t, len(charts), 6)
+	for _, src := range charts {
+		assert.Contains(t, src, "lang=zh", src)
+		svg, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`fetch(`+strconv.Quote(src)+`).then(r => r.text())`, chromedp.EvalAwaitPromise))
+		require.NoError(t, err, src)
+		assert.Regexp(t, `\p{Han}`, svg, src)
+		assert.NotContains(t, svg, "Each case against its baseline", src)
+		assert.NotContains(t, svg, "state size (keys)", src)
+	}
+	b.shot("perf-03-zh")
 }

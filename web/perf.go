@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -113,7 +115,24 @@ type PerfStatus struct {
 // perfResults is one set of results: a report and its charts.
 type perfResults struct {
 	report *bench.Report
-	files  map[string][]byte // bench.json and *.svg by name
+	files  map[string][]byte // bench.json and *.svg by name, as statelab bench wrote them
+
+	zhOnce sync.Once
+	zh     map[string][]byte // the charts drawn again in Chinese, on first request
+}
+
+// file is one of the results' files as a page in lang shows it: the charts
+// drawn in that language (perf_zh.go), bench.json as written; nil when
+// there is no such file.
+func (res *perfResults) file(lang, name string) []byte {
+	if lang != "zh" || path.Ext(name) != ".svg" {
+		return res.files[name]
+	}
+	res.zhOnce.Do(func() { res.zh = bench.Charts(res.report, benchTranslator("zh")) })
+	if res.files[name] == nil {
+		return nil
+	}
+	return res.zh[name]
 }
 
 // perfRunner runs the quick bench in the background, one run at a time.
@@ -450,10 +469,10 @@ func (h *perfHandlers) page(w http.ResponseWriter, r *http.Request) {
 	view := pages.PerfPage{Run: pages.PerfRun{State: st.State, CanRun: st.CanRun, Disabled: st.Disabled, Run: st.Run,
 		TimeoutMinutes: max(1, st.TimeoutSeconds/60)}}
 	if h.committed != nil {
-		view.Committed = perfView(p.T, h.committed.report, "committed", 0, h.committed.files)
+		view.Committed = perfView(p.Lang, p.T, h.committed.report, "committed", 0, h.committed.files)
 	}
 	if res, run := h.r.Latest(); res != nil {
-		view.Latest = perfView(p.T, res.report, "latest", run, res.files)
+		view.Latest = perfView(p.Lang, p.T, res.report, "latest", run, res.files)
 	}
 	h.srv.render(w, r, http.StatusOK, pages.Performance(p, view))
 }
@@ -461,12 +480,36 @@ func (h *perfHandlers) page(w http.ResponseWriter, r *http.Request) {
 // chartOrder puts the overview first, then the cost charts.
 var chartOrder = []string{"ratios.svg", "checkpoint-bytes.svg", "checkpoint-time.svg", "rescale-bytes.svg", "rescale-time.svg"}
 
-// perfView prepares a report for the page's table and charts.
-func perfView(t func(string) string, rep *bench.Report, which string, run int, files map[string][]byte) *pages.PerfResults {
-	v := &pages.PerfResults{Which: which, Notes: rep.Notes}
-	suffix := ""
+// perfView prepares a report for the page's table and charts in lang: the
+// bench's own words (case names, baselines, units, notes, the charts) are
+// translated by benchTranslator, the page's by t.
+func perfView(lang string, t func(string) string, rep *bench.Report, which string, run int, files map[string][]byte) *pages.PerfResults {
+	bt := benchTranslator(lang)
+	v := &pages.PerfResults{Which: which}
+	for _, n := range rep.Notes {
+		v.Notes = append(v.Notes, bt(n))
+	}
+	value := func(metric string, x float64) string {
+		s := bench.FormatValue(metric, x)
+		if lang == "zh" {
+			s = zhUnits.Replace(s)
+		}
+		return s
+	}
+	q := url.Values{}
 	if run > 0 {
-		suffix = fmt.Sprintf("?run=%d", run)
+		q.Set("run", strconv.Itoa(run))
+	}
+	jsonSuffix := ""
+	if len(q) > 0 {
+		jsonSuffix = "?" + q.Encode()
+	}
+	if lang != "en" {
+		q.Set("lang", lang)
+	}
+	suffix := ""
+	if len(q) > 0 {
+		suffix = "?" + q.Encode()
 	}
 	mode := t("perf.mode.full")
 	if rep.Quick {
@@ -479,8 +522,12 @@ func perfView(t func(string) string, rep *bench.Report, which string, run int, f
 		v.Targets = fmt.Sprintf(t("perf.targets"), met, all)
 	}
 	for _, c := range rep.Cases {
-		row := pages.PerfRow{Group: c.Group, Case: c.Name, Value: bench.FormatValue(c.Metric, c.Value), Baseline: c.Baseline,
-			BaselineValue: bench.FormatValue(c.Metric, c.BaselineValue), Ratio: formatRatio(c.Ratio)}
+		group := t("perf.group." + c.Group)
+		if group == "perf.group."+c.Group {
+			group = c.Group
+		}
+		row := pages.PerfRow{Group: group, Case: bt(c.Name), Value: value(c.Metric, c.Value), Baseline: bt(c.Baseline),
+			BaselineValue: value(c.Metric, c.BaselineValue), Ratio: formatRatio(c.Ratio)}
 		if c.Baseline == "" {
 			row.BaselineValue = ""
 		}
@@ -518,7 +565,7 @@ func perfView(t func(string) string, rep *bench.Report, which string, run int, f
 			Wide: name == "ratios.svg"})
 	}
 	if _, ok := files["bench.json"]; ok {
-		v.JSONHref = "/performance/results/" + which + "/bench.json" + suffix
+		v.JSONHref = "/performance/results/" + which + "/bench.json" + jsonSuffix
 	}
 	return v
 }
@@ -550,7 +597,11 @@ func (h *perfHandlers) file(w http.ResponseWriter, r *http.Request) {
 	}
 	var data []byte
 	if res != nil {
-		data = res.files[r.PathValue("file")]
+		lang := r.URL.Query().Get("lang")
+		if !knownLang(lang) {
+			lang = "en"
+		}
+		data = res.file(lang, r.PathValue("file"))
 	}
 	if data == nil {
 		http.Error(w, "no such result file: "+r.URL.Path, http.StatusNotFound)

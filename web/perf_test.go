@@ -62,18 +62,29 @@ func TestPerformancePageShowsTheCommittedResults(t *testing.T) {
 		section := html[strings.Index(html, `id="perf-committed"`):]
 		assert.Equal(t, len(rep.Cases), strings.Count(section, "<tr class="), "a row per case")
 		for _, c := range rep.Cases {
-			assert.Contains(t, section, htmlEscape(c.Name))
+			name := c.Name
+			if tc.lang == "zh" {
+				// The bench's case names, in Chinese (web/perf_zh.go).
+				var ok bool
+				name, ok = benchZH(c.Name)
+				assert.True(t, ok, c.Name)
+				assert.NotContains(t, section, ">"+htmlEscape(c.Name)+"<")
+			}
+			assert.Contains(t, section, htmlEscape(name))
 		}
 		met, all := bench.TargetsMet(&rep)
 		assert.Equal(t, 1, strings.Count(section, "perf-targets"))
 		if tc.lang == "en" {
 			assert.Contains(t, section, "Targets met: "+strconv.Itoa(met)+" of "+strconv.Itoa(all))
-			assert.NotContains(t, section, "perf-english-note")
+			assert.Contains(t, section, `src="/performance/results/committed/ratios.svg"`)
+			assert.Contains(t, section, `<span class="chip">wordcount</span>`)
+			assert.Contains(t, section, " records/s<")
 		} else {
-			// The bench's charts and case names are English: the page says so.
-			assert.Contains(t, section, "图表和测试项名称是 statelab bench 的输出，保持英文。")
+			assert.Contains(t, section, `src="/performance/results/committed/ratios.svg?lang=zh"`)
+			assert.Contains(t, section, `<span class="chip">词频统计</span>`)
+			assert.Contains(t, section, " 条记录/秒<")
+			assert.NotContains(t, section, " records/s<")
 		}
-		assert.Contains(t, section, `src="/performance/results/committed/ratios.svg"`)
 		assert.True(t, strings.Contains(html, `id="perf-run-btn"`), "the run button")
 	}
 
@@ -88,7 +99,26 @@ func TestPerformancePageShowsTheCommittedResults(t *testing.T) {
 			assert.Equal(t, "image/svg+xml", hdr.Get("Content-Type"))
 		}
 	}
-	for _, p := range []string{"/performance/results/committed/nope.svg", "/performance/results/committed/..%2Fdocs.go",
+	// In Chinese the charts are drawn again from bench.json with every
+	// word translated: the ratio chart's title and each case's name.
+	for _, name := range []string{"checkpoint-bytes.svg", "rescale-time.svg"} {
+		status, body, hdr := getPage(t, ts.hs.URL+"/performance/results/committed/"+name+"?lang=zh")
+		require.Equal(t, http.StatusOK, status, name)
+		assert.Equal(t, "image/svg+xml", hdr.Get("Content-Type"))
+		assert.NotContains(t, body, "slope ", name)
+		assert.Contains(t, body, "斜率", name)
+		assert.Contains(t, body, "状态大小（键数）", name)
+	}
+	_, zhRatios, _ := getPage(t, ts.hs.URL+"/performance/results/committed/ratios.svg?lang=zh")
+	assert.Contains(t, zhRatios, "每个测试项与其基线之比")
+	zhName, _ := benchZH(rep.Cases[0].Name)
+	assert.Contains(t, zhRatios, ">"+htmlEscape(zhName)+"<")
+	assert.NotContains(t, zhRatios, ">"+htmlEscape(rep.Cases[0].Name)+"<")
+	_, zhJSON, _ := getPage(t, ts.hs.URL+"/performance/results/committed/bench.json?lang=zh")
+	want, err := fs.ReadFile(docs.Bench, "bench/bench.json")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), zhJSON, "bench.json is the bench's own output in every language")
+	for _, p := range []string{"/performance/results/committed/nope.svg", "/performance/results/committed/nope.svg?lang=zh", "/performance/results/committed/..%2Fdocs.go",
 		"/performance/results/latest/ratios.svg", "/performance/results/other/ratios.svg"} {
 		status, _, _ := getPage(t, ts.hs.URL+p)
 		assert.Equal(t, http.StatusNotFound, status, p)
@@ -132,6 +162,7 @@ func TestPerfRunnerMeasuresTinyQuickBenchOneRunAtATime(t *testing.T) {
 	assert.Equal(t, 1, latestRun)
 	assert.True(t, res.report.Quick)
 	assert.Equal(t, st.Cases, len(res.report.Cases))
+	checkReportChinese(t, res.report) // every name of the quick run's groups has its Chinese
 	// Cases in group order, the log-log slopes last, as one run writes them.
 	order := map[string]int{bench.GroupWordCount: 0, bench.GroupValueState: 1, bench.GroupCheckpoint: 2, bench.GroupRescale: 3, bench.GroupScaling: 9}
 	last := -1

@@ -12,12 +12,19 @@ const runBtn = $('perf-run-btn');
 const cancelBtn = $('perf-cancel-btn');
 const progress = $('perf-progress');
 const log = $('perf-log');
+const logWrap = $('perf-log-wrap');
 
 let timer = null;
 let seenRunning = false;
 
 function secs(s) {
-  return s >= 60 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.round(s)} s`;
+  return s >= 60 ? t('perf.minSec', { m: Math.floor(s / 60), s: Math.round(s % 60) }) : t('perf.sec', { s: Math.round(s) });
+}
+
+// group is a bench group by its name on this page (perf.group.*), as the
+// table's chips write it.
+function group(id) {
+  return has(`perf.group.${id}`) ? t(`perf.group.${id}`) : id;
 }
 
 function message(code, fallback) {
@@ -33,7 +40,7 @@ function render(st) {
   const parts = [];
   if (st.state === 'running') {
     const bar = h('progress', { max: st.groups.length, value: st.done, 'aria-label': t('perf.progressAria') });
-    parts.push(h('p', {}, h('strong', {}, t('perf.running', { group: st.current || '…', done: st.done, total: st.groups.length,
+    parts.push(h('p', {}, h('strong', {}, t('perf.running', { group: st.current ? group(st.current) : '…', done: st.done, total: st.groups.length,
       cases: st.cases, elapsed: secs(st.elapsedSeconds), cap: secs(st.timeoutSeconds) }))), bar);
   } else if (st.state === 'done') {
     parts.push(h('p', { class: 'perf-done' }, t('perf.done', { seconds: secs(st.elapsedSeconds), cases: st.cases })));
@@ -45,7 +52,7 @@ function render(st) {
   if (!st.canRun && st.state !== 'running' && st.waitSeconds) parts.push(h('p', { class: 'muted' }, t('perf.wait', { n: st.waitSeconds })));
   clear(progress).append(...parts);
   if (st.lines.length && st.state !== 'idle') {
-    log.hidden = false;
+    logWrap.hidden = false;
     clear(log).append(...st.lines.slice(-12).map((l) => h('li', {}, l)));
   }
 }
