@@ -204,3 +204,40 @@ func TestChaosConcurrentCheckpoints(t *testing.T) {
 		})
 	}
 }
+
+// Options.SkipCheckpoint: source b takes no part in checkpoint 1 (Flink:
+// an externally induced source whose reader never induced it), so merge,
+// aligning 1 on a's input, gets b's barrier 2 first and gives 1 up: 1 fails
+// with CHECKPOINT_DECLINED_SUBSUMED, not counted (tolerable 0, no
+// failover), and 2 completes. b neither acknowledges nor declines 1.
+func TestSkippedCheckpointIsSubsumed(t *testing.T) {
+	spec := alignSpec(ExactlyOnce)
+	spec.Checkpointing.MaxConcurrent = 2
+	s, err := NewStepper(spec, Options{Dir: t.TempDir(), SkipCheckpoint: func(task string, id int64) bool {
+		return task == "b#0" && id == 1
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	settle(t, s)
+	require.NoError(t, s.Do(Command{Name: CmdTriggerCheckpoint}))
+	sendControl(t, s, "a#0")
+	sendControl(t, s, "b#0") // dropped: no barrier 1 from b
+	deliverBarrier(t, s, "a#0->merge#0")
+	assert.True(t, channelView(t, s.Snapshot(), "a#0->merge#0").Blocked, "merge aligns checkpoint 1")
+	require.NoError(t, s.Do(Command{Name: CmdTriggerCheckpoint}))
+	_, err = s.RunUntil(func(sn *Snapshot) bool { return sn.Checkpoints.Counts.Completed == 1 }, 10000)
+	require.NoError(t, err)
+
+	snap := s.Snapshot()
+	require.Equal(t, JobRunning, snap.Job.Status)
+	require.Len(t, snap.Checkpoints.History, 2)
+	cp := snap.Checkpoints.History[0]
+	assert.Equal(t, CheckpointFailed, cp.Status)
+	assert.Equal(t, CheckpointDeclinedSubsumed, cp.FailureReason)
+	for _, a := range cp.Subtasks {
+		assert.NotEqual(t, "b#0", a.Task, "b took no part in checkpoint 1")
+	}
+	assert.Zero(t, snap.Job.FailedCheckpointsInARow, "not counted toward tolerable-failed-checkpoints")
+	assert.Equal(t, CheckpointCompleted, snap.Checkpoints.History[1].Status)
+	assert.Equal(t, 1, snap.Job.Attempt, "no failover")
+}

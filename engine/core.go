@@ -70,6 +70,16 @@ type Options struct {
 	// conformance tests stall the same subtask's snapshot as flinkref stalls
 	// it inside Flink (AbstractStreamOperator.snapshotState).
 	SnapshotStall func(task string, checkpoint int64) time.Duration
+	// SkipCheckpoint, when set, is a fault for tests: a source subtask for
+	// which it returns true takes no part in that checkpoint. Its trigger is
+	// dropped: no snapshot, no barrier, no acknowledgement and no decline,
+	// so downstream sees its barrier n+1 with no barrier n before it. Flink
+	// does this with a source whose reader is an
+	// ExternallyInducedSourceReader that never induces checkpoint n:
+	// SourceOperatorStreamTask keeps n's trigger as untriggered and drops it
+	// (cleanupOldCheckpoints) once the reader induced n+1. The conformance
+	// tests skip the same checkpoint at the same source on both.
+	SkipCheckpoint func(task string, checkpoint int64) bool
 }
 
 // core is the job and its cluster: the JobManager (scheduler, checkpoint
@@ -153,6 +163,8 @@ type core struct {
 
 	// snapshotStall is Options.SnapshotStall (nil: none).
 	snapshotStall func(task string, checkpoint int64) time.Duration
+	// skipCheckpoint is Options.SkipCheckpoint (nil: none).
+	skipCheckpoint func(task string, checkpoint int64) bool
 	// commits counts what two-phase-commit sinks committed (restore.go).
 	commits commitLedger
 }
@@ -212,6 +224,7 @@ func newCore(spec *JobSpec, opts Options) (*core, error) {
 	// names directories by the hex JobID and shows the name beside it.
 	c.fsys = opts.FS
 	c.snapshotStall = opts.SnapshotStall
+	c.skipCheckpoint = opts.SkipCheckpoint
 	cfg := state.StorageConfig{Kind: state.JobManagerStorage, JobID: state.SafeDirName(s.Name), Retained: s.Checkpointing.Retained,
 		MaxStateSize: int64(s.Checkpointing.MaxStateBytes), FS: opts.FS}
 	if s.Backend != BackendMemory {
