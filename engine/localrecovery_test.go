@@ -112,8 +112,10 @@ func TestLocalRecoveryLostLocalDirectory(t *testing.T) {
 }
 
 // Without local recovery (Flink's default) nothing is copied and every
-// byte comes from checkpoint storage; a rescale reads checkpoint storage
-// even with it on (local copies hold a subtask's own old state only).
+// byte comes from checkpoint storage; a rescale through a savepoint reads
+// checkpoint storage even with it on (a savepoint has no local copy; an
+// in-job rescale from a checkpoint may read one:
+// TestLocalRecoveryReactiveRescale).
 func TestLocalRecoveryOffAndRescaleReadRemote(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewStepper(localRecoveryJob(BackendFS, false), Options{Dir: dir})

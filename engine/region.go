@@ -523,12 +523,16 @@ func previousSlots(ex *execution) map[int]prevSlot {
 // assignSlots gives each subtask index 0..need-1 a slot of free (enough of
 // them). With local recovery (state.backend.local-recovery) Flink's
 // scheduler prefers a subtask's previous slot
-// (PreviousAllocationSlotSelectionStrategy; the adaptive scheduler's
-// StateLocalitySlotAssigner likewise), so that its task-local state is on
-// the TaskManager it restores on: an index whose previous slot is still
-// offered by the same TaskManager incarnation keeps it, the others take
-// the first free slots left. Without local recovery (or without a previous
-// execution) index i takes the i-th free slot.
+// (PreviousAllocationSlotSelectionStrategy), so that its task-local state
+// is on the TaskManager it restores on: an index whose previous slot is
+// still offered by the same TaskManager incarnation keeps it, the others
+// take the first free slots left. In reactive mode the adaptive scheduler
+// places by state locality instead (StateLocalitySlotAssigner,
+// stateLocalityPairs): at the same parallelism a keyed subtask scores
+// highest in its own previous slot, which comes to the same; an index with
+// no keyed state to find scores nothing and takes a free slot (Flink's in
+// no set order). Without local recovery (or without a previous execution) index i takes
+// the i-th free slot.
 func (c *core) assignSlots(free []slotRef, need int) []slotRef {
 	out := make([]slotRef, need)
 	taken := map[slotRef]bool{}
@@ -538,9 +542,18 @@ func (c *core) assignSlots(free []slotRef, need int) []slotRef {
 		for _, s := range free {
 			offered[s] = true
 		}
-		for i := range need {
-			p, ok := c.prevSlots[i]
-			if !ok || !offered[p.slotRef] || taken[p.slotRef] || p.tm.localDir != p.localDir {
+		pairs := [][2]int{}
+		if c.spec.Cluster.Reactive && c.ex != nil {
+			pairs = stateLocalityPairs(c.ex)
+		} else {
+			for i := range need {
+				pairs = append(pairs, [2]int{i, i})
+			}
+		}
+		for _, pr := range pairs {
+			i, j := pr[0], pr[1]
+			p, ok := c.prevSlots[j]
+			if i >= need || done[i] || !ok || !offered[p.slotRef] || taken[p.slotRef] || p.tm.localDir != p.localDir {
 				continue
 			}
 			out[i], done[i] = p.slotRef, true
@@ -560,4 +573,58 @@ func (c *core) assignSlots(free []slotRef, need int) []slotRef {
 		next++
 	}
 	return out
+}
+
+// stateLocalityPairs orders the (new subtask index, old subtask index)
+// pairs of a reactive restore as Flink's StateLocalitySlotAssigner orders
+// its (slot-sharing group, previous allocation) scores: the score is the
+// keyed state the new index would find in the old index's slot, summed over
+// the keyed operators: the key groups the two ranges share times the old
+// subtask's state size per key group (its keyed state size in the
+// checkpoint restored, StateSizeEstimates, over its key groups, at least 1
+// byte each). Highest first; a pair with no shared state scores nothing and
+// is left out. Flink breaks ties by allocation and group IDs (run to run they
+// differ); StateLab by the lower old index, then the lower new index.
+func stateLocalityPairs(ex *execution) [][2]int {
+	score := map[[2]int]int64{}
+	for _, t := range ex.tasks {
+		r := t.pendingRestore
+		if r == nil || len(r.keyed) == 0 {
+			continue
+		}
+		mine := t.op.keyGroupRange(t.index)
+		for k, h := range r.keyed {
+			if h == nil || k >= len(r.reads) {
+				continue
+			}
+			old := h.KeyGroupRange
+			n := int64(old.End - old.Start + 1)
+			if h.StateSize <= 0 || n <= 0 {
+				continue
+			}
+			perGroup := h.StateSize / min(h.StateSize, n)
+			lo, hi := max(mine.Start, old.Start), min(mine.End, old.End)
+			if hi < lo {
+				continue
+			}
+			score[[2]int{t.index, r.reads[k].OldSubtask}] += int64(hi-lo+1) * perGroup
+		}
+	}
+	pairs := make([][2]int, 0, len(score))
+	for pr := range score {
+		pairs = append(pairs, pr)
+	}
+	slices.SortFunc(pairs, func(a, b [2]int) int {
+		if sa, sb := score[a], score[b]; sa != sb {
+			if sa > sb {
+				return -1
+			}
+			return 1
+		}
+		if a[1] != b[1] {
+			return a[1] - b[1]
+		}
+		return a[0] - b[0]
+	})
+	return pairs
 }
