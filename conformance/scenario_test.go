@@ -298,6 +298,10 @@ func (sc *scenario) flink(dir string) flinkScenario {
 				if st == stepReadInFlight {
 					step.Kind = stepRead
 				}
+				if st == stepNewerWhilePending {
+					// flinkref asks for the second once the stall faults fired
+					step.Kind = stepCheckpointWhilePending
+				}
 				if st == stepRead || st == stepReadInFlight {
 					step.Limits = map[string][]int64{}
 					for _, src := range sc.sources() {

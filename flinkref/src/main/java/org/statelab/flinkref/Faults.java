@@ -14,13 +14,20 @@ public final class Faults {
 
     /** One fault. */
     public static final class Fault {
-        /** throw, stall-checkpoint, tm-lost, break-latest-checkpoint, corrupt-pending-transactions or slow. */
+        /**
+         * throw, stall-checkpoint, tm-lost, break-latest-checkpoint, corrupt-pending-transactions, slow or
+         * skip-checkpoint (a source subtask that never emits checkpoint n's barrier; see
+         * PartitionSource.InducedReader).
+         */
         public String kind;
         /** "operator#subtask" the fault is attached to. */
         public String task;
         /** throw / tm-lost: fire when the task has processed this many records in the phase. */
         public long afterRecords;
-        /** stall-checkpoint: the checkpoint id whose synchronous snapshot stalls. */
+        /**
+         * stall-checkpoint: the checkpoint id whose synchronous snapshot stalls; skip-checkpoint: the checkpoint the
+         * source subtask skips. 0: the first checkpoint a checkpoint-while-pending step triggers (armStep).
+         */
         public long checkpoint;
         /** stall-checkpoint: how long it stalls. */
         public long millis;
@@ -92,6 +99,7 @@ public final class Faults {
         channelStateCheckpoint = 0;
         completedCheckpoints = 0;
         lastSnapshot.clear();
+        PartitionSource.triggered.clear();
     }
 
     /** Whether a fault's restarting condition holds (always, for a fault without one). */
@@ -250,6 +258,46 @@ public final class Faults {
         f.checkpoint = latest;
         throw new InjectedFailure("StateLab fault: " + task + " fails after cutting off the pending transactions of "
                 + cut + " sink subtask(s) in checkpoint " + latest);
+    }
+
+    /**
+     * Gives each skip-checkpoint and stall-checkpoint fault with no checkpoint id (0) the checkpoint id, the next
+     * one a checkpoint-while-pending step triggers (Flink may have taken periodic checkpoints of its own before);
+     * whether there was one.
+     */
+    static boolean armStep(long checkpointId) {
+        boolean armed = false;
+        for (Fault f : active) {
+            if (("skip-checkpoint".equals(f.kind) || "stall-checkpoint".equals(f.kind)) && f.checkpoint == 0) {
+                f.checkpoint = checkpointId;
+                armed = true;
+            }
+        }
+        return armed;
+    }
+
+    /** Whether a skip-checkpoint fault names a subtask of source operator id (its readers are then induced). */
+    static boolean skipsCheckpoints(String id) {
+        return active.stream().anyMatch(f -> "skip-checkpoint".equals(f.kind) && f.task.startsWith(id + "#"));
+    }
+
+    /**
+     * Whether task skips checkpoint id (a skip-checkpoint fault names both): its reader induces the next one
+     * instead. Noted in the trace as a "skip-checkpoint" event.
+     */
+    static boolean skipCheckpoint(String task, long checkpointId) {
+        for (Fault f : active) {
+            if ("skip-checkpoint".equals(f.kind) && task.equals(f.task) && f.checkpoint > 0 && checkpointId == f.checkpoint
+                    && f.fired.compareAndSet(false, true)) {
+                java.util.Map<String, Object> e = new java.util.LinkedHashMap<>();
+                e.put("event", "skip-checkpoint");
+                e.put("task", task);
+                e.put("checkpoint", checkpointId);
+                Trace.event(e);
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Stalls the synchronous part of a snapshot if a stall-checkpoint fault names it. */

@@ -49,8 +49,12 @@ final class Ops {
         return e;
     }
 
-    /** tokenizer: a line's words (ASCII white space), lower-cased, key = word, value 1, the line's timestamp. */
-    static final class Tokenizer extends RichFlatMapFunction<Rec, Rec> {
+    /**
+     * tokenizer: a line's words (ASCII white space), lower-cased, key = word, value 1, the line's timestamp. It
+     * keeps no state; it is a CheckpointedFunction only so that a fault can name its snapshot
+     * (Faults.snapshot; Flink takes it after the task forwarded the checkpoint's barrier).
+     */
+    static final class Tokenizer extends RichFlatMapFunction<Rec, Rec> implements CheckpointedFunction {
         private final String id;
         private String task;
 
@@ -63,6 +67,14 @@ final class Ops {
             int i = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
             task = id + "#" + i;
             Trace.event(event("open", id, i, getRuntimeContext().getTaskInfo().getAttemptNumber()));
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext ctx) {}
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext ctx) {
+            Faults.snapshot(task, ctx.getCheckpointId());
         }
 
         @Override

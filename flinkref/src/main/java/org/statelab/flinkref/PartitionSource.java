@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.api.connector.source.ExternallyInducedSourceReader;
 import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.Source;
 import org.apache.flink.api.connector.source.SourceOutput;
@@ -44,6 +45,9 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
 
     /** Per source id: the offset each partition may be read up to in the current phase. */
     static final Map<String, long[]> limits = new ConcurrentHashMap<>();
+
+    /** Per source id: the latest checkpoint the coordinator triggered (its enumerator snapshotted it). */
+    static final Map<String, Long> triggered = new ConcurrentHashMap<>();
 
     /** Per "source/partition": the offset read so far (next to read), across readers and attempts. */
     static final Map<String, Long> progress = new ConcurrentHashMap<>();
@@ -81,12 +85,12 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
         for (int p = 0; p < partitions; p++) {
             all.add(new Split(p, 0));
         }
-        return new Enumerator(ctx, all);
+        return new Enumerator(id, ctx, all);
     }
 
     @Override
     public SplitEnumerator<Split, EnumState> restoreEnumerator(SplitEnumeratorContext<Split> ctx, EnumState st) {
-        return new Enumerator(ctx, st.pending);
+        return new Enumerator(id, ctx, st.pending);
     }
 
     @Override
@@ -101,6 +105,9 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
 
     @Override
     public SourceReader<Rec, Split> createReader(SourceReaderContext ctx) {
+        if (Faults.skipsCheckpoints(id)) {
+            return new InducedReader(id, inputFile, ctx, lingerMillis);
+        }
         return new Reader(id, inputFile, ctx, lingerMillis);
     }
 
@@ -138,7 +145,10 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
         private final SplitEnumeratorContext<Split> ctx;
         private final List<Split> pending;
 
-        Enumerator(SplitEnumeratorContext<Split> ctx, List<Split> pending) {
+        private final String id;
+
+        Enumerator(String id, SplitEnumeratorContext<Split> ctx, List<Split> pending) {
+            this.id = id;
             this.ctx = ctx;
             this.pending = new ArrayList<>(pending);
         }
@@ -176,6 +186,9 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
 
         @Override
         public EnumState snapshotState(long checkpointId) {
+            // The coordinator snapshots the enumerator (on the JobManager) before it sends the checkpoint's trigger
+            // to the source tasks: an induced reader learns here which checkpoints were triggered.
+            triggered.merge(id, checkpointId, Math::max);
             return new EnumState(new ArrayList<>(pending));
         }
 
@@ -183,11 +196,11 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
         public void close() {}
     }
 
-    static final class Reader implements SourceReader<Rec, Split> {
-        private final String id;
+    static class Reader implements SourceReader<Rec, Split> {
+        final String id;
         private final String inputFile;
         private final SourceReaderContext ctx;
-        private final String task;
+        final String task;
         private final TreeMap<Integer, Split> splits = new TreeMap<>();
         private final Map<Integer, SourceOutput<Rec>> outputs = new LinkedHashMap<>();
         private final List<Split> restored = new ArrayList<>();
@@ -289,6 +302,24 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
             return InputStatus.NOTHING_AVAILABLE;
         }
 
+        /**
+         * Whether the reader has nothing to read now: every split assigned (no more to come) and each read up
+         * to the phase's limit (or its end).
+         */
+        boolean atRest() {
+            if (!started || !noMoreSplits) {
+                return false;
+            }
+            long[] lim = limits.get(id);
+            for (Split s : splits.values()) {
+                long size = data.get(s.partition).size();
+                if (s.offset < (lim == null ? size : Math.min(lim[s.partition], size))) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
         @Override
         public List<Split> snapshotState(long checkpointId) {
             Faults.snapshot(task, checkpointId);
@@ -307,6 +338,46 @@ public final class PartitionSource implements Source<Rec, PartitionSource.Split,
 
         @Override
         public void close() {}
+    }
+
+    /**
+     * The reader of a source a skip-checkpoint fault names: an {@link ExternallyInducedSourceReader}, so the
+     * reader, not the checkpoint coordinator's trigger, decides when its task takes a checkpoint. Flink's
+     * SourceOperatorStreamTask keeps each trigger that arrives (untriggeredCheckpoints) until the reader
+     * induces that id (shouldTriggerCheckpoint, asked whenever the reader has nothing available), blocking the
+     * input if the reader induces an id before its trigger came; once the reader induced a checkpoint it drops
+     * every older trigger it kept (cleanupOldCheckpoints) without a barrier, an acknowledgement or a decline.
+     * This reader induces each checkpoint the coordinator triggered (its enumerator snapshotted it, which Flink
+     * does before it sends the trigger to the tasks), in turn, whenever it is at rest (read up to the phase's
+     * limits), except the one a skip-checkpoint fault names for its subtask: that task never emits that
+     * checkpoint's barrier, and its next barrier is the newer checkpoint's. A fresh job's checkpoints are numbered
+     * from 1; after a restore the reader learns the numbers from the checkpoints it snapshots.
+     */
+    static final class InducedReader extends Reader implements ExternallyInducedSourceReader<Rec, Split> {
+        private long nextId = 1;
+
+        InducedReader(String id, String inputFile, SourceReaderContext ctx, long lingerMillis) {
+            super(id, inputFile, ctx, lingerMillis);
+        }
+
+        @Override
+        public java.util.Optional<Long> shouldTriggerCheckpoint() {
+            if (!atRest() || nextId > triggered.getOrDefault(id, 0L)) {
+                return java.util.Optional.empty();
+            }
+            long cp = nextId;
+            if (Faults.skipCheckpoint(task, cp)) {
+                cp++;
+            }
+            nextId = cp + 1;
+            return java.util.Optional.of(cp);
+        }
+
+        @Override
+        public List<Split> snapshotState(long checkpointId) {
+            nextId = Math.max(nextId, checkpointId + 1);
+            return super.snapshotState(checkpointId);
+        }
     }
 
     static final class SplitSerializer implements SimpleVersionedSerializer<Split> {
