@@ -33,8 +33,13 @@ func openPausedWordCount(t *testing.T, query string) *browserEnv {
 
 func TestBrowserCheckpointByHandWaits(t *testing.T) {
 	t.Parallel()
+	// English on a laptop (the browser's 1280 wide default), Chinese on a
+	// phone (390×844): the toast and the panel's line must fit both.
 	for _, lang := range []string{"en", "zh"} {
 		b := openPausedWordCount(t, "lang="+lang)
+		if lang == "zh" {
+			b.run(chromedp.EmulateViewport(390, 844))
+		}
 		const history = `window.statelab.model.snap.checkpoints.history.filter(c => !c.savepoint)`
 		b.clickLive(`#btn-checkpoint`)
 		b.waitJS(10*time.Second, "checkpoint 1 in progress", history+`.some(c => c.id === 1 && c.status === 'IN_PROGRESS')`)
@@ -46,6 +51,9 @@ func TestBrowserCheckpointByHandWaits(t *testing.T) {
 		want := map[string]string{"en": "checkpoint 1 is still in progress", "zh": "检查点 1 仍在进行中"}[lang]
 		assert.Contains(t, said, want, "%s: the toast says the checkpoint waits", lang)
 		assert.Contains(t, said, "max-concurrent-checkpoints", lang)
+		assert.True(t, eval[bool](b, `(r => r.width > 0 && r.left >= 0 && r.right <= innerWidth + 1)(document.getElementById('toast').getBoundingClientRect())`),
+			"%s: the toast lies inside the window", lang)
+		assert.LessOrEqual(t, eval[int](b, `document.documentElement.scrollWidth`), eval[int](b, `innerWidth`), "%s: the page does not scroll sideways", lang)
 		b.waitJS(10*time.Second, "one waiting in the checkpoints panel", `window.statelab.model.snap.checkpoints.queued === 1 && document.querySelector('.cp-queued') !== null`)
 		panel := eval[string](b, `document.querySelector('.cp-queued').textContent`)
 		assert.True(t, strings.HasPrefix(panel, "1 "), "%s: the panel counts one waiting: %q", lang, panel)
