@@ -510,6 +510,8 @@ func catalogue() []*scenario {
 		localRecoveryLostTaskManager(),
 		localRecoveryKeepsLatest(),
 		reactiveRescale(),
+		reactiveRescaleLocalState("memory"),
+		reactiveRescaleLocalState("pebble"),
 		{
 			name: "taskmanager-lost-etl",
 			claim: "Losing a TaskManager on a job of forward edges only (the sandbox's etl template: source -> map -> sink at " +

@@ -284,6 +284,13 @@ type phaseTrace struct {
 		Checkpoint int64  `json:"checkpoint"`
 		Found      bool   `json:"found"`
 	} `json:"localStateLookups"`
+	// KeyedRestores (local recovery on): each keyed state backend a restore
+	// created, in Flink's order: the alternative of
+	// PrioritizedOperatorSubtaskState it restored from (local or mixed
+	// first, the job manager's last) and whether its handles lie under the
+	// TaskManagers' local state root (BackendRestorerProcedure's TRACE log;
+	// flinkref's LocalState.java)
+	KeyedRestores []keyedRestore `json:"keyedRestores"`
 	// Steps: what each of the phase's steps did (a triggered checkpoint's
 	// id, a savepoint's path, an error); RetainedCheckpoints: the chk-N
 	// directories with a _metadata file after the last step

@@ -31,6 +31,27 @@ final class LocalState {
 
     static final String LOGGER = "org.apache.flink.runtime.state.TaskLocalStateStoreImpl";
 
+    /**
+     * BackendRestorerProcedure logs, for each state backend a restore creates, which of its prioritized
+     * alternatives it restores from ("Creating keyed state backend for CLASS_OPERATORID_(i/n) and restoring with
+     * state [...] from alternative (a/b)."; the state handles at TRACE only). The alternatives are
+     * PrioritizedOperatorSubtaskState's: local copies (or a mix of local and remote handles) first, the job
+     * manager's (remote) last; a local handle's files lie under the local state root.
+     */
+    static final String RESTORER = "org.apache.flink.streaming.api.operators.BackendRestorerProcedure";
+
+    private static final Pattern RESTORE = Pattern.compile(
+            "^Creating keyed state backend for \\S+?_([0-9a-f]{32})_\\((\\d+)/(\\d+)\\) and restoring with state (.*) "
+                    + "from alternative \\((\\d+)/(\\d+)\\)\\.?$", Pattern.DOTALL);
+
+    /** A keyed state handle's class in a handle's toString (KeyGroupsStateHandle, Incremental*KeyedStateHandle). */
+    private static final Pattern HANDLE = Pattern.compile("\\b(KeyGroupsStateHandle|\\w+KeyedStateHandle)\\{");
+
+    private static final List<Map<String, Object>> restores = new ArrayList<>();
+
+    /** The job whose tasks restore now (a backend restore's log does not name its job). */
+    static volatile String currentJob = "";
+
     private static final Pattern LOOKUP = Pattern.compile(
             "^(Found|Did not find) registered local state for checkpoint (\\d+) in subtask \\((\\S+) - (\\S+) - (\\d+)\\)");
 
@@ -68,10 +89,34 @@ final class LocalState {
         LoggerConfig lc = new LoggerConfig(LOGGER, Level.DEBUG, false);
         lc.addAppender(app, Level.DEBUG, null);
         conf.addLogger(LOGGER, lc);
+        LoggerConfig rc = new LoggerConfig(RESTORER, Level.TRACE, false);
+        rc.addAppender(app, Level.TRACE, null);
+        conf.addLogger(RESTORER, rc);
         ctx.updateLoggers();
     }
 
     private static void record(String msg) {
+        Matcher r = RESTORE.matcher(msg);
+        if (r.find()) {
+            String st = r.group(4);
+            Map<String, Object> e = new LinkedHashMap<>();
+            e.put("jobId", currentJob);
+            e.put("operatorId", r.group(1));
+            e.put("subtask", Integer.parseInt(r.group(2)) - 1);
+            e.put("alternative", Integer.parseInt(r.group(5)));
+            e.put("alternatives", Integer.parseInt(r.group(6)));
+            e.put("local", root != null && st.contains(root.getAbsolutePath()));
+            List<String> handles = new ArrayList<>();
+            Matcher h = HANDLE.matcher(st);
+            while (h.find()) {
+                handles.add(h.group(1));
+            }
+            e.put("handles", handles);
+            synchronized (restores) {
+                restores.add(e);
+            }
+            return;
+        }
         Matcher m = LOOKUP.matcher(msg);
         if (!m.find()) {
             return;
@@ -150,6 +195,29 @@ final class LocalState {
                 o.put("task", name + "#" + e.get("subtask"));
                 o.put("checkpoint", e.get("checkpoint"));
                 o.put("found", e.get("found"));
+                out.add(o);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * The keyed state backends job jobId's restores created, in Flink's order: the task ("name#index", by
+     * operator ID: chaining is off, so a vertex's ID is its operator's), the alternative restored from and how
+     * many there were, whether its handles lie under the local state root, and the handles' classes.
+     */
+    static List<Map<String, Object>> restores(String jobId, Map<String, String> vertexNames) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        synchronized (restores) {
+            for (Map<String, Object> e : restores) {
+                if (!jobId.equals(e.get("jobId"))) {
+                    continue;
+                }
+                Map<String, Object> o = new LinkedHashMap<>(e);
+                o.remove("jobId");
+                String op = (String) o.remove("operatorId");
+                o.put("task", vertexNames.getOrDefault(op, op) + "#" + e.get("subtask"));
+                o.remove("subtask");
                 out.add(o);
             }
         }

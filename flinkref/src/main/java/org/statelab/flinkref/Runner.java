@@ -440,6 +440,7 @@ final class Runner {
             pt.put("restoredFrom", restore);
         }
         long start = System.nanoTime();
+        LocalState.currentJob = id.toString();
         mc.submitJob(jg).get(60, TimeUnit.SECONDS);
         // Job status transitions, polled every 5 ms on a thread of their own, so that nothing the runner
         // waits for (a savepoint, a TaskManager's termination) hides a short RESTARTING.
@@ -584,6 +585,7 @@ final class Runner {
         pt.put("events", Trace.events(index));
         if (spec.path("checkpointing").path("localRecovery").asBoolean(false)) {
             pt.put("localStateLookups", LocalState.lookups(id.toString(), vertexNames));
+            pt.put("keyedRestores", LocalState.restores(id.toString(), vertexNames));
         }
         pt.put("millis", (System.nanoTime() - start) / 1_000_000);
         return pt;
