@@ -858,7 +858,8 @@ func (c *core) crashTaskManager(id string) error {
 	c.counters.Crashes++
 	tm.alive = false
 	tm.lostDirs = append(tm.lostDirs, tm.localDir)
-	hb := c.spec.Cluster.HeartbeatTimeout.D()
+	hb, why := heartbeatNotice(c.spec.Cluster, c.clock())
+	tm.notice = why
 	var dead []string
 	if c.ex != nil {
 		for _, t := range c.ex.tasks {
@@ -877,8 +878,8 @@ func (c *core) crashTaskManager(id string) error {
 		return nil
 	}
 	c.publish(Event{Kind: EvTaskManager, TaskManager: tm.id, Status: TMLost, Message: fmt.Sprintf(
-		"TaskManager %s crashed: %s stop and its local disk is gone; the JobManager notices after the heartbeat timeout (%v here; Flink's heartbeat.timeout is %v, unless the resource manager sees the process exit first)",
-		tm.id, strings.Join(dead, ", "), hb, FlinkHeartbeatTimeout)})
+		"TaskManager %s crashed: %s stop and its local disk is gone; %s",
+		tm.id, strings.Join(dead, ", "), heartbeatRule(c.spec.Cluster, hb, why))})
 	c.drv.after(hb, timer{kind: timerHeartbeat, attempt: c.attempt, tm: tm.id})
 	return nil
 }
@@ -893,7 +894,7 @@ func (c *core) heartbeatTimedOut(id string) {
 	for _, t := range c.ex.tasks {
 		if t.tm != nil && t.tm.id == id && t.dead.Load() && live(t.getStatus()) {
 			lost = append(lost, t)
-			t.setFailure("TaskManager " + id + " lost (heartbeat timed out)")
+			t.setFailure("TaskManager " + id + " lost (" + lostHow(c.tms, id) + ")")
 		}
 	}
 	if len(lost) == 0 {
@@ -905,6 +906,10 @@ func (c *core) heartbeatTimedOut(id string) {
 		names[i] = t.name
 	}
 	reason := fmt.Sprintf("the heartbeat of TaskManager %s timed out (it ran %s)", id, strings.Join(names, ", "))
+	if tm, _ := c.findTM(id); tm != nil && tm.notice == "unreachable" {
+		// DefaultHeartbeatMonitor.reportHeartbeatRpcFailure
+		reason = fmt.Sprintf("TaskManager %s is no longer reachable: %d heartbeat requests in a row failed (it ran %s)", id, c.spec.Cluster.rpcFailureThreshold(), strings.Join(names, ", "))
+	}
 	// Every subtask the TaskManager ran fails; region failover restarts
 	// the union of their pipelined regions and the other regions keep
 	// running (RestartPipelinedRegionFailoverStrategy), else the whole job

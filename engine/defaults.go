@@ -115,4 +115,6 @@ var FlinkDefaults = []FlinkDefault{
 	{Option: "slot.request.timeout", Class: "JobManagerOptions", Value: "5 min"},
 	{Option: "pipeline.operator-chaining.enabled (pipeline.operator-chaining)", Class: "PipelineOptions, StreamingJobGraphGenerator", Value: "true"},
 	{Option: "heartbeat.timeout", Class: "HeartbeatManagerOptions", Value: "50 s", StateLab: "100 ms (stands for the resource manager seeing the process exit; set cluster.heartbeatTimeout to 50s for Flink's)"},
+	{Option: "heartbeat.interval", Class: "HeartbeatManagerOptions, HeartbeatManagerSenderImpl", Value: "10 s", StateLab: "unset: a crashed TaskManager is noticed cluster.heartbeatTimeout after its crash; set cluster.heartbeatInterval for Flink's rule (heartbeat.go)"},
+	{Option: "heartbeat.rpc-failure-threshold", Class: "HeartbeatManagerOptions, DefaultHeartbeatMonitor", Value: "2"},
 }

@@ -57,6 +57,9 @@ type taskManager struct {
 	// dead TaskManager's subtasks keep their goroutines until the
 	// JobManager notices (heartbeat timeout) and cancels them.
 	lostDirs []string
+	// notice is how the JobManager noticed the last crash (heartbeat.go):
+	// "timeout" or "unreachable".
+	notice string
 }
 
 // execution is one deployment of the job graph (an attempt): its subtasks

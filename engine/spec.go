@@ -243,6 +243,16 @@ type ClusterSpec struct {
 	// HeartbeatTimeout is how long the JobManager takes to notice a lost
 	// TaskManager (job time; DefaultHeartbeatTimeout unless set).
 	HeartbeatTimeout Duration `json:"heartbeatTimeout,omitempty" yaml:"heartbeatTimeout,omitempty"`
+	// HeartbeatInterval is heartbeat.interval (job time; Flink's is 10 s).
+	// Unset, StateLab simplifies: a lost TaskManager is noticed
+	// HeartbeatTimeout after its crash. Set, Flink's rule (heartbeat.go):
+	// a request every interval, the timeout counted from the last one
+	// answered, or HeartbeatRPCFailureThreshold failed requests in a row.
+	HeartbeatInterval Duration `json:"heartbeatInterval,omitempty" yaml:"heartbeatInterval,omitempty"`
+	// HeartbeatRPCFailureThreshold is heartbeat.rpc-failure-threshold: 0
+	// means Flink's default (2), -1 turns it off. Used with
+	// HeartbeatInterval only.
+	HeartbeatRPCFailureThreshold int `json:"heartbeatRpcFailureThreshold,omitempty" yaml:"heartbeatRpcFailureThreshold,omitempty"`
 }
 
 // Restart strategies, as Flink's restart-strategy.type names them.
@@ -567,6 +577,14 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.Cluster.HeartbeatTimeout == 0 {
 		s.Cluster.HeartbeatTimeout = Duration(DefaultHeartbeatTimeout)
+	}
+	if s.Cluster.HeartbeatInterval < 0 || s.Cluster.HeartbeatRPCFailureThreshold < -1 {
+		return specErr("cluster.heartbeatInterval cannot be negative and cluster.heartbeatRpcFailureThreshold is at least 1, or -1 (off), or 0 (Flink's default, 2)")
+	}
+	if s.Cluster.HeartbeatInterval > s.Cluster.HeartbeatTimeout {
+		// HeartbeatServicesImpl refuses it too.
+		return specErr("cluster.heartbeatInterval (%v) cannot be longer than cluster.heartbeatTimeout (%v): Flink's heartbeat timeout should be larger or equal than the heartbeat interval",
+			s.Cluster.HeartbeatInterval.D(), s.Cluster.HeartbeatTimeout.D())
 	}
 	if s.Runtime.BatchSize < 0 || s.Runtime.ChannelCapacity < 0 {
 		return specErr("runtime.batchSize and runtime.channelCapacity cannot be negative (0 picks the driver's default)")
