@@ -18,7 +18,7 @@ import (
 // is no longer reachable."). Measured on Flink 2.3.0 and 1.20.5 with a
 // TaskManager in a JVM of its own killed with SIGKILL (conformance
 // taskmanager-killed-heartbeat): interval 200 ms, timeout 2 s, threshold 2:
-// the tasks failed 306–397 ms after the kill; threshold -1: 1917–1950 ms.
+// the tasks failed 240–397 ms after the kill; threshold -1: 1830–1954 ms.
 const (
 	// FlinkHeartbeatInterval is heartbeat.interval: 10 s.
 	FlinkHeartbeatInterval = 10 * time.Second

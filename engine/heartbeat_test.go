@@ -56,8 +56,8 @@ func TestHeartbeatSpecValidation(t *testing.T) {
 // The etl job with Flink's heartbeat settings of the conformance scenario
 // taskmanager-killed-heartbeat (interval 200 ms, timeout 2 s): a crashed
 // TaskManager's pipeline fails over when the second heartbeat request after
-// the crash fails (Flink 2.3.0/1.20.5: 306-397 ms after a SIGKILL), or,
-// with the threshold off, when the timeout runs out (1917-1950 ms); only
+// the crash fails (Flink 2.3.0/1.20.5: 240-397 ms after a SIGKILL), or,
+// with the threshold off, when the timeout runs out (1830-1954 ms); only
 // its pipelined region restarts.
 func TestKilledTaskManagerNoticedByHeartbeatRule(t *testing.T) {
 	for _, tc := range []struct {
