@@ -192,6 +192,20 @@ public final class KilledTaskManager {
         }, "commit-printer");
         printer.setDaemon(true);
         printer.start();
+        // The runner holds this JVM's stdin: when it goes (ended, or killed by a test's timeout), so does this
+        // TaskManager, never left running on its own.
+        Thread orphan = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) {
+                    // nothing is sent
+                }
+            } catch (Exception e) {
+                // closed
+            }
+            Runtime.getRuntime().halt(0);
+        }, "parent-watch");
+        orphan.setDaemon(true);
+        orphan.start();
         PluginManager pm = PluginUtils.createPluginManagerFromRootFolder(conf);
         TaskManagerRunner tm = new TaskManagerRunner(conf, pm, TaskManagerRunner::createTaskExecutorService);
         tm.start();
