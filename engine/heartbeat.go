@@ -67,8 +67,8 @@ func heartbeatNotice(c ClusterSpec, at time.Duration) (time.Duration, string) {
 // a crashed TaskManager with this cluster's heartbeat settings.
 func heartbeatRule(c ClusterSpec, after time.Duration, why string) string {
 	if c.HeartbeatInterval.D() <= 0 {
-		return fmt.Sprintf("the JobManager notices after the heartbeat timeout (%v here; Flink's heartbeat.timeout is %v, unless the resource manager sees the process exit first)",
-			c.HeartbeatTimeout.D(), FlinkHeartbeatTimeout)
+		return fmt.Sprintf("the JobManager notices after the heartbeat timeout (%v here, simplified; Flink notices a killed process when %d heartbeat requests in a row fail, one every heartbeat.interval of %v, or after heartbeat.timeout %v where they do not fail, or sooner when a task reading from it over the network loses its connection)",
+			c.HeartbeatTimeout.D(), FlinkHeartbeatRPCFailureThreshold, FlinkHeartbeatInterval, FlinkHeartbeatTimeout)
 	}
 	if why == "unreachable" {
 		return fmt.Sprintf("the JobManager notices in %v, when its heartbeat requests (every %v) have failed %d times in a row (heartbeat.rpc-failure-threshold), before the heartbeat timeout (%v)",

@@ -96,3 +96,14 @@ func TestKilledTaskManagerNoticedByHeartbeatRule(t *testing.T) {
 		}
 	}
 }
+
+// The crash event says how the JobManager will notice: StateLab's
+// simplified timeout with Flink's rule beside it, or the rule it follows.
+func TestHeartbeatRuleMessage(t *testing.T) {
+	simple := heartbeatRule(ClusterSpec{HeartbeatTimeout: Duration(100 * time.Millisecond)}, 100*time.Millisecond, "timeout")
+	assert.Contains(t, simple, "100ms here, simplified")
+	assert.Contains(t, simple, "2 heartbeat requests in a row fail, one every heartbeat.interval of 10s, or after heartbeat.timeout 50s")
+	c := ClusterSpec{HeartbeatTimeout: Duration(2 * time.Second), HeartbeatInterval: Duration(200 * time.Millisecond)}
+	assert.Contains(t, heartbeatRule(c, 300*time.Millisecond, "unreachable"), "notices in 300ms, when its heartbeat requests (every 200ms) have failed 2 times in a row")
+	assert.Contains(t, heartbeatRule(c, 1900*time.Millisecond, "timeout"), "notices in 1.9s, when the heartbeat timeout (2s) runs out")
+}
