@@ -75,11 +75,15 @@ const (
 	// teaching; the spec's cluster.heartbeatTimeout sets Flink's own.
 	FlinkHeartbeatTimeout = 50 * time.Second
 	// DefaultHeartbeatTimeout is how long (job time) the JobManager takes
-	// to notice a TaskManager that died without a word. Flink waits
-	// heartbeat.timeout (50 s) unless the resource manager sees the process
-	// exit first (YARN, Kubernetes): StateLab's 100 ms stands for that
-	// faster path. Job time: at the teaching pace (one real second is 20 ms
-	// of job time) it is 5 s on screen; 50 s would be 40 minutes.
+	// to notice a TaskManager that died without a word, unless
+	// cluster.heartbeatInterval turns on Flink's rule (heartbeat.go). Flink
+	// notices a killed process when heartbeat.rpc-failure-threshold (2)
+	// heartbeat requests in a row fail, one every heartbeat.interval (10 s),
+	// so 10-20 s, and waits heartbeat.timeout (50 s) only where requests do
+	// not fail (a host gone); an active resource manager (YARN, Kubernetes)
+	// or a task's lost network connection may tell it sooner. StateLab's
+	// 100 ms simplifies. Job time: at the teaching pace (one real second is
+	// 20 ms of job time) it is 5 s on screen; 20 s would be 17 minutes.
 	DefaultHeartbeatTimeout = 100 * time.Millisecond
 
 	// DefaultChaining is pipeline.operator-chaining.enabled (its
@@ -114,7 +118,7 @@ var FlinkDefaults = []FlinkDefault{
 	{Option: "jobmanager.execution.failover-strategy", Class: "RestartPipelinedRegionFailoverStrategy", Value: "region"},
 	{Option: "slot.request.timeout", Class: "JobManagerOptions", Value: "5 min"},
 	{Option: "pipeline.operator-chaining.enabled (pipeline.operator-chaining)", Class: "PipelineOptions, StreamingJobGraphGenerator", Value: "true"},
-	{Option: "heartbeat.timeout", Class: "HeartbeatManagerOptions", Value: "50 s", StateLab: "100 ms (stands for the resource manager seeing the process exit; set cluster.heartbeatTimeout to 50s for Flink's)"},
+	{Option: "heartbeat.timeout", Class: "HeartbeatManagerOptions", Value: "50 s", StateLab: "100 ms of job time from the crash, simplified (Flink notices a killed process after 2 failed heartbeat requests, 10-20 s, and waits the timeout only where requests do not fail); set cluster.heartbeatTimeout 50s and cluster.heartbeatInterval 10s for Flink's rule"},
 	{Option: "heartbeat.interval", Class: "HeartbeatManagerOptions, HeartbeatManagerSenderImpl", Value: "10 s", StateLab: "unset: a crashed TaskManager is noticed cluster.heartbeatTimeout after its crash; set cluster.heartbeatInterval for Flink's rule (heartbeat.go)"},
 	{Option: "heartbeat.rpc-failure-threshold", Class: "HeartbeatManagerOptions, DefaultHeartbeatMonitor", Value: "2"},
 }
