@@ -9,7 +9,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -46,7 +45,8 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  * the kill, so the restarted tasks have a slot.
  *
  * <pre>
- *   java -cp ... org.statelab.flinkref.KilledTaskManager OUTDIR SCENARIO.json...   (writes OUTDIR/NAME.json)
+ *   java -cp ... org.statelab.flinkref.KilledTaskManager OUTDIR SCENARIO.json...   (writes OUTDIR/NAME.json;
+ *                                                                              its files in OUTDIR/work-NAME)
  *   SCENARIO: {"name", "job": spec, "input": file, "limits": {source: [n, ...]},
  *              "heartbeat": {"timeout": ms, "interval": ms, "rpcFailureThreshold": n}, "flinkConfig": {...}}
  * </pre>
@@ -78,7 +78,7 @@ public final class KilledTaskManager {
             Map<String, Object> trace;
             List<AutoCloseable> cluster = new ArrayList<>();
             try {
-                trace = run(sc, cluster);
+                trace = run(sc, new File(outDir, "work-" + sc.path("name").asText()), cluster);
             } catch (Exception e) {
                 e.printStackTrace();
                 trace = new LinkedHashMap<>();
@@ -226,14 +226,14 @@ public final class KilledTaskManager {
     }
 
     /** Runs sc; the cluster's processes are added to cluster for the caller to close once the trace is written. */
-    static Map<String, Object> run(JsonNode sc, List<AutoCloseable> cluster) throws Exception {
+    static Map<String, Object> run(JsonNode sc, File work, List<AutoCloseable> cluster) throws Exception {
         long start = System.currentTimeMillis();
         Trace.reset();
         holdSources(sc);
         int rpcPort = freePort();
         int restPort = freePort();
         Map<String, String> m = clusterConf(sc, rpcPort, restPort);
-        File work = Files.createTempDirectory("flinkref-killtm").toFile();
+        work.mkdirs(); // checkpoints and the child's files, under OUTDIR (the harness removes it)
         StandaloneSessionClusterEntrypoint jm = new StandaloneSessionClusterEntrypoint(configuration(m, null));
         jm.startCluster();
         String rest = "http://127.0.0.1:" + jm.getRestPort();
