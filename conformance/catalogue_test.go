@@ -409,6 +409,7 @@ func catalogue() []*scenario {
 		maxConcurrentTwo(),
 		minPauseBetween(),
 		checkpointByHandWaits(),
+		checkpointSubsumed(),
 		procTimersDueAfterRestore(),
 		watermarksNotCheckpointed(),
 		unalignedChannelStateRestore(),

@@ -679,6 +679,13 @@ final class Runner {
                         // the stall began (the first is pending): CheckpointRequestDecider queues the second (not
                         // forced, max-concurrent-checkpoints 1) until the first ends. Notes when it was asked for
                         // (wall clock ms, as the statistics' trigger timestamps).
+                        // A skip- or stall-checkpoint fault with no checkpoint id is about the first checkpoint this
+                        // step triggers (the next id: nothing else is triggered meanwhile); Flink may have taken
+                        // periodic checkpoints of its own as the job started, so the id is read here.
+                        long next = latestCheckpointId(id) + 1;
+                        if (Faults.armStep(next)) {
+                            m.put("armed", next);
+                        }
                         var first = mc.triggerCheckpoint(id, org.apache.flink.core.execution.CheckpointType.CONFIGURED);
                         long stalled = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
                         while (System.nanoTime() < stalled && !Faults.active.stream()
@@ -878,6 +885,18 @@ final class Runner {
      * Reads Flink's checkpoint statistics for the faults that wait on them: how many checkpoints (not savepoints)
      * completed, and the first that completed unaligned with persisted in-flight data (channel state).
      */
+    /** The id of the latest checkpoint or savepoint the job triggered (Flink's statistics), 0 before any. */
+    private long latestCheckpointId(JobID id) throws Exception {
+        CheckpointStatsSnapshot cs = mc.getExecutionGraph(id).get(10, TimeUnit.SECONDS).getCheckpointStatsSnapshot();
+        long latest = 0;
+        if (cs != null) {
+            for (AbstractCheckpointStats s : cs.getHistory().getCheckpoints()) {
+                latest = Math.max(latest, s.getCheckpointId());
+            }
+        }
+        return latest;
+    }
+
     private void watchCheckpoints(JobID id, Map<String, Object> pt) {
         try {
             CheckpointStatsSnapshot cs = mc.getExecutionGraph(id).get(10, TimeUnit.SECONDS).getCheckpointStatsSnapshot();
