@@ -44,6 +44,10 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 	if c.spec.Cluster.Reactive {
 		j.Scheduler = "reactive"
 	}
+	j.Heartbeat = HeartbeatView{Timeout: c.spec.Cluster.HeartbeatTimeout.D(), Interval: c.spec.Cluster.HeartbeatInterval.D()}
+	if j.Heartbeat.Interval > 0 {
+		j.Heartbeat.RPCFailureThreshold = c.spec.Cluster.rpcFailureThreshold()
+	}
 	if c.waiting {
 		j.SlotRequestDeadline = c.slotDeadline
 	}

@@ -61,6 +61,8 @@ type JobView struct {
 	// (the AdaptiveScheduler's reactive mode, which restarts the whole job
 	// on any failure whatever Failover says).
 	Scheduler string `json:"scheduler"`
+	// Heartbeat is how the JobManager notices a crashed TaskManager.
+	Heartbeat HeartbeatView `json:"heartbeat"`
 	// TolerableFailedCheckpoints and FailedCheckpointsInARow are the
 	// CheckpointFailureManager's threshold and count.
 	TolerableFailedCheckpoints int `json:"tolerableFailedCheckpoints"`
@@ -68,6 +70,19 @@ type JobView struct {
 	// SlotRequestDeadline is when a job waiting for slots fails
 	// (slot.request.timeout), while it waits.
 	SlotRequestDeadline time.Duration `json:"slotRequestDeadline,omitempty"`
+}
+
+// HeartbeatView is the cluster's heartbeat settings (heartbeat.go).
+type HeartbeatView struct {
+	// Timeout is heartbeat.timeout in job time (StateLab's simplified
+	// 100 ms unless set).
+	Timeout time.Duration `json:"timeout"`
+	// Interval is heartbeat.interval; 0 when unset, and then a crashed
+	// TaskManager is noticed Timeout after its crash (simplified).
+	Interval time.Duration `json:"interval,omitempty"`
+	// RPCFailureThreshold is heartbeat.rpc-failure-threshold when Interval
+	// is set (0: off).
+	RPCFailureThreshold int `json:"rpcFailureThreshold,omitempty"`
 }
 
 // RestartView is the job's restart strategy as the UI shows it.

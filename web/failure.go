@@ -35,6 +35,11 @@ type FailureSettings struct {
 	Scheduler     string // default or reactive
 	SlotRequest   time.Duration
 	Heartbeat     time.Duration
+	// HeartbeatInterval and HeartbeatRPCFailureThreshold turn on Flink's
+	// heartbeat rule (heartbeat.interval, heartbeat.rpc-failure-threshold;
+	// engine/heartbeat.go); the threshold is -1 (off) or 0 (Flink's 2).
+	HeartbeatInterval            time.Duration
+	HeartbeatRPCFailureThreshold int
 	// Pipeline is chaining and unaligned checkpoints (pipeline.go).
 	Pipeline PipelineSettings
 	// LocalRecovery is state.backend.local-recovery (localRecovery=true).
@@ -55,6 +60,8 @@ const (
 	// maxConcurrentCheckpoints bounds max-concurrent-checkpoints (Flink
 	// sets none; more than a few in flight teaches nothing more).
 	maxConcurrentCheckpoints = 10
+	// maxRPCFailureThreshold bounds heartbeat.rpc-failure-threshold.
+	maxRPCFailureThreshold = 100
 	maxFailureDuration       = 24 * time.Hour
 	// minCheckpointTimeout is Flink's least checkpoint timeout
 	// (CheckpointCoordinatorConfiguration.MINIMAL_CHECKPOINT_TIME).
@@ -157,7 +164,30 @@ func parseFailureSettings(q url.Values, f *FailureSettings) error {
 		}
 		f.LocalRecovery = on
 	}
-	return dur("heartbeatTimeout", time.Millisecond, false, &f.Heartbeat, "how long a lost TaskManager goes unnoticed; Flink's heartbeat.timeout is 50s")
+	if err := dur("heartbeatTimeout", time.Millisecond, false, &f.Heartbeat, "heartbeat.timeout: how long a TaskManager whose heartbeat requests go unanswered goes unnoticed; Flink's is 50s, StateLab's simplified default 100ms"); err != nil {
+		return err
+	}
+	if err := dur("heartbeatInterval", time.Millisecond, false, &f.HeartbeatInterval, "heartbeat.interval: one heartbeat request every interval turns on Flink's rule; Flink's is 10s, unset keeps StateLab's simplified rule"); err != nil {
+		return err
+	}
+	if v := q.Get("heartbeatRpcFailureThreshold"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -1 || n == 0 || n > maxRPCFailureThreshold {
+			return bad("heartbeatRpcFailureThreshold", "%q: want -1 (off) or a whole number from 1 to %d (heartbeat.rpc-failure-threshold: failed heartbeat requests in a row that tell a TaskManager is gone; Flink's default is 2)", v, maxRPCFailureThreshold)
+		}
+		f.HeartbeatRPCFailureThreshold = n
+	}
+	if f.HeartbeatRPCFailureThreshold != 0 && f.HeartbeatInterval == 0 {
+		return bad("heartbeatRpcFailureThreshold", "needs heartbeatInterval: the threshold counts heartbeat requests, which go out once per heartbeat.interval (e.g. heartbeatInterval=200ms)")
+	}
+	timeout := f.Heartbeat
+	if timeout == 0 {
+		timeout = engine.DefaultHeartbeatTimeout
+	}
+	if f.HeartbeatInterval > timeout {
+		return bad("heartbeatInterval", "%v is longer than heartbeatTimeout %v; Flink refuses a heartbeat.interval above heartbeat.timeout: raise heartbeatTimeout or shorten the interval", f.HeartbeatInterval, timeout)
+	}
+	return nil
 }
 
 // apply writes f into spec.
@@ -195,6 +225,12 @@ func (f FailureSettings) apply(spec *engine.JobSpec) {
 	}
 	if f.Heartbeat != 0 {
 		spec.Cluster.HeartbeatTimeout = engine.Duration(f.Heartbeat)
+	}
+	if f.HeartbeatInterval != 0 {
+		spec.Cluster.HeartbeatInterval = engine.Duration(f.HeartbeatInterval)
+	}
+	if f.HeartbeatRPCFailureThreshold != 0 {
+		spec.Cluster.HeartbeatRPCFailureThreshold = f.HeartbeatRPCFailureThreshold
 	}
 	f.Pipeline.apply(spec)
 	spec.Checkpointing.LocalRecovery = f.LocalRecovery
@@ -236,6 +272,12 @@ func failureSettingsFromSpec(q url.Values, spec *engine.JobSpec) {
 	}
 	q.Set("slotRequestTimeout", spec.Cluster.SlotRequestTimeout.D().String())
 	q.Set("heartbeatTimeout", spec.Cluster.HeartbeatTimeout.D().String())
+	if spec.Cluster.HeartbeatInterval != 0 {
+		q.Set("heartbeatInterval", spec.Cluster.HeartbeatInterval.D().String())
+	}
+	if spec.Cluster.HeartbeatRPCFailureThreshold != 0 {
+		q.Set("heartbeatRpcFailureThreshold", strconv.Itoa(spec.Cluster.HeartbeatRPCFailureThreshold))
+	}
 	pipelineSettingsFromSpec(q, spec)
 }
 

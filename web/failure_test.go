@@ -47,6 +47,21 @@ func TestFailureSettingsBuildTheSpec(t *testing.T) {
 	assert.Equal(t, "2", back.Get("maxConcurrentCheckpoints"))
 	assert.Equal(t, "250ms", back.Get("minPauseBetweenCheckpoints"))
 
+	// Flink's heartbeat rule: interval and threshold, and back from the spec.
+	q, err = url.ParseQuery("heartbeatTimeout=2s&heartbeatInterval=200ms&heartbeatRpcFailureThreshold=-1")
+	require.NoError(t, err)
+	set, err = ParseSettings(tpl, q)
+	require.NoError(t, err)
+	spec, err = tpl.Build(set)
+	require.NoError(t, err)
+	assert.Equal(t, 200*time.Millisecond, spec.Cluster.HeartbeatInterval.D())
+	assert.Equal(t, -1, spec.Cluster.HeartbeatRPCFailureThreshold)
+	back, err = settingsFromSpec(tpl, spec)
+	require.NoError(t, err)
+	assert.Equal(t, "200ms", back.Get("heartbeatInterval"))
+	assert.Equal(t, "-1", back.Get("heartbeatRpcFailureThreshold"))
+	assert.Equal(t, "2s", back.Get("heartbeatTimeout"))
+
 	// Nothing set: Flink's defaults.
 	set, err = ParseSettings(tpl, url.Values{})
 	require.NoError(t, err)
@@ -59,6 +74,8 @@ func TestFailureSettingsBuildTheSpec(t *testing.T) {
 	assert.Equal(t, 0, spec.Checkpointing.MaxConcurrent, "0: the engine's default, Flink's 1")
 	assert.Zero(t, spec.Checkpointing.MinPause)
 	assert.Equal(t, "region", spec.Cluster.Failover)
+	assert.Zero(t, spec.Cluster.HeartbeatInterval, "unset: StateLab's simplified heartbeat")
+	assert.Zero(t, spec.Cluster.HeartbeatRPCFailureThreshold)
 	q = url.Values{"interval": {"0"}}
 	set, err = ParseSettings(tpl, q)
 	require.NoError(t, err)
@@ -99,6 +116,12 @@ func TestFailureSettingsErrors(t *testing.T) {
 		{"scheduler=adaptive", "choose default or reactive"},
 		{"slotRequestTimeout=0", "slotRequestTimeout"},
 		{"heartbeatTimeout=-1s", "heartbeatTimeout"},
+		{"heartbeatInterval=0", "heartbeatInterval"},
+		{"heartbeatInterval=1s", "heartbeatInterval: 1s is longer than heartbeatTimeout 100ms"},
+		{"heartbeatInterval=10s&heartbeatTimeout=5s", "raise heartbeatTimeout"},
+		{"heartbeatInterval=200ms&heartbeatRpcFailureThreshold=0", "want -1 (off) or a whole number from 1 to 100"},
+		{"heartbeatInterval=200ms&heartbeatRpcFailureThreshold=-2", "heartbeatRpcFailureThreshold"},
+		{"heartbeatRpcFailureThreshold=2", "needs heartbeatInterval"},
 	} {
 		q, err := url.ParseQuery(tc.query)
 		require.NoError(t, err)
