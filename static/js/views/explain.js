@@ -206,8 +206,22 @@ export class ExplainView {
               this.step(t('explain.tmLost.regions'));
               ep.data.region = [...new Set([...names].flatMap((n) => regionOf(snap, n) || []))];
             } else if (reactive(snap)) this.step(t('explain.reactiveRestart'));
-            // Where StateLab differs from Flink here, and why (docs/flink-fidelity.md).
-            this.step(t('explain.simplified.heartbeat'), 'simplified');
+            // How the JobManager noticed: Flink's heartbeat rule when the
+            // job sets heartbeat.interval, else where StateLab differs from
+            // Flink here, and why (docs/flink-fidelity.md).
+            const hb = snap.job.heartbeat;
+            if (hb?.interval > 0) {
+              const args = { interval: dur(hb.interval), timeout: dur(hb.timeout), threshold: hb.rpcFailureThreshold };
+              this.step(t(hb.rpcFailureThreshold > 0 ? 'explain.tmLost.heartbeatRule' : 'explain.tmLost.heartbeatTimeoutOnly', args));
+              // A subtask elsewhere reading from a lost one over the network
+              // fails first on Flink (its connection closes); not modelled.
+              const tmOf = new Map();
+              for (const op of snap.job.operators) for (const st of op.subtasks) tmOf.set(st.name, st.taskManager);
+              const readers = [...new Set((snap.channels || []).filter((ch) => names.has(ch.from) && tmOf.get(ch.to) && tmOf.get(ch.to) !== e.taskManager).map((ch) => ch.to))];
+              if (readers.length) this.step(t('explain.simplified.heartbeatNetwork', { readers: readers.join(', ') }), 'simplified');
+            } else {
+              this.step(t('explain.simplified.heartbeat'), 'simplified');
+            }
           } else {
             this.step(t('explain.tmJoined', { tm: e.taskManager }));
           }
