@@ -40,7 +40,7 @@ func TestHeartbeatNoticeRule(t *testing.T) {
 
 func TestHeartbeatSpecValidation(t *testing.T) {
 	for _, c := range []ClusterSpec{
-		{TaskManagers: 2, SlotsPerTaskManager: 1, HeartbeatInterval: Duration(time.Second)}, // longer than the 100 ms default timeout
+		{TaskManagers: 2, SlotsPerTaskManager: 1, HeartbeatTimeout: Duration(500 * time.Millisecond), HeartbeatInterval: Duration(time.Second)}, // longer than the timeout
 		{TaskManagers: 2, SlotsPerTaskManager: 1, HeartbeatInterval: Duration(-time.Millisecond)},
 		{TaskManagers: 2, SlotsPerTaskManager: 1, HeartbeatTimeout: Duration(time.Second), HeartbeatInterval: Duration(time.Millisecond), HeartbeatRPCFailureThreshold: -2},
 	} {
@@ -51,6 +51,16 @@ func TestHeartbeatSpecValidation(t *testing.T) {
 	spec := etlSpec(10)
 	spec.Cluster = ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1, HeartbeatTimeout: Duration(2 * time.Second), HeartbeatInterval: Duration(200 * time.Millisecond), HeartbeatRPCFailureThreshold: -1}
 	assert.NoError(t, spec.Validate())
+	// An interval without a timeout takes Flink's heartbeat.timeout (50 s)
+	// with Flink's rule, not the simplified 100 ms.
+	spec = etlSpec(10)
+	spec.Cluster = ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1, HeartbeatInterval: Duration(10 * time.Second)}
+	require.NoError(t, spec.Validate())
+	assert.Equal(t, 50*time.Second, spec.Cluster.HeartbeatTimeout.D())
+	spec = etlSpec(10)
+	spec.Cluster = ClusterSpec{TaskManagers: 2, SlotsPerTaskManager: 1}
+	require.NoError(t, spec.Validate())
+	assert.Equal(t, 100*time.Millisecond, spec.Cluster.HeartbeatTimeout.D(), "without an interval: the simplified default")
 }
 
 // The etl job with Flink's heartbeat settings of the conformance scenario

@@ -241,7 +241,8 @@ type ClusterSpec struct {
 	// strategy decides what follows.
 	SlotRequestTimeout Duration `json:"slotRequestTimeout,omitempty" yaml:"slotRequestTimeout,omitempty"`
 	// HeartbeatTimeout is how long the JobManager takes to notice a lost
-	// TaskManager (job time; DefaultHeartbeatTimeout unless set).
+	// TaskManager (job time; DefaultHeartbeatTimeout unless set, Flink's
+	// FlinkHeartbeatTimeout when HeartbeatInterval is set).
 	HeartbeatTimeout Duration `json:"heartbeatTimeout,omitempty" yaml:"heartbeatTimeout,omitempty"`
 	// HeartbeatInterval is heartbeat.interval (job time; Flink's is 10 s).
 	// Unset, StateLab simplifies: a lost TaskManager is noticed
@@ -577,6 +578,11 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.Cluster.HeartbeatTimeout == 0 {
 		s.Cluster.HeartbeatTimeout = Duration(DefaultHeartbeatTimeout)
+		if s.Cluster.HeartbeatInterval > 0 {
+			// Flink's rule with Flink's heartbeat.timeout: the simplified
+			// 100 ms would refuse any interval above it.
+			s.Cluster.HeartbeatTimeout = Duration(FlinkHeartbeatTimeout)
+		}
 	}
 	if s.Cluster.HeartbeatInterval < 0 || s.Cluster.HeartbeatRPCFailureThreshold < -1 {
 		return specErr("cluster.heartbeatInterval cannot be negative and cluster.heartbeatRpcFailureThreshold is at least 1, or -1 (off), or 0 (Flink's default, 2)")
