@@ -167,7 +167,7 @@ func parseFailureSettings(q url.Values, f *FailureSettings) error {
 	if err := dur("heartbeatTimeout", time.Millisecond, false, &f.Heartbeat, "heartbeat.timeout: how long a TaskManager whose heartbeat requests go unanswered goes unnoticed; Flink's is 50s, StateLab's simplified default 100ms"); err != nil {
 		return err
 	}
-	if err := dur("heartbeatInterval", time.Millisecond, false, &f.HeartbeatInterval, "heartbeat.interval: one heartbeat request every interval turns on Flink's rule; Flink's is 10s, unset keeps StateLab's simplified rule"); err != nil {
+	if err := dur("heartbeatInterval", time.Millisecond, false, &f.HeartbeatInterval, "heartbeat.interval: one heartbeat request every interval turns on Flink's rule, with Flink's heartbeat.timeout 50s unless heartbeatTimeout is set; Flink's interval is 10s, unset keeps StateLab's simplified rule"); err != nil {
 		return err
 	}
 	if v := q.Get("heartbeatRpcFailureThreshold"); v != "" {
@@ -182,7 +182,7 @@ func parseFailureSettings(q url.Values, f *FailureSettings) error {
 	}
 	timeout := f.Heartbeat
 	if timeout == 0 {
-		timeout = engine.DefaultHeartbeatTimeout
+		timeout = engine.FlinkHeartbeatTimeout // with an interval (engine's spec)
 	}
 	if f.HeartbeatInterval > timeout {
 		return bad("heartbeatInterval", "%v is longer than heartbeatTimeout %v; Flink refuses a heartbeat.interval above heartbeat.timeout: raise heartbeatTimeout or shorten the interval", f.HeartbeatInterval, timeout)

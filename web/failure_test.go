@@ -62,6 +62,13 @@ func TestFailureSettingsBuildTheSpec(t *testing.T) {
 	assert.Equal(t, "-1", back.Get("heartbeatRpcFailureThreshold"))
 	assert.Equal(t, "2s", back.Get("heartbeatTimeout"))
 
+	// An interval alone takes Flink's heartbeat.timeout.
+	set, err = ParseSettings(tpl, url.Values{"heartbeatInterval": {"200ms"}})
+	require.NoError(t, err)
+	spec, err = tpl.Build(set)
+	require.NoError(t, err)
+	assert.Equal(t, 50*time.Second, spec.Cluster.HeartbeatTimeout.D())
+
 	// Nothing set: Flink's defaults.
 	set, err = ParseSettings(tpl, url.Values{})
 	require.NoError(t, err)
@@ -117,7 +124,7 @@ func TestFailureSettingsErrors(t *testing.T) {
 		{"slotRequestTimeout=0", "slotRequestTimeout"},
 		{"heartbeatTimeout=-1s", "heartbeatTimeout"},
 		{"heartbeatInterval=0", "heartbeatInterval"},
-		{"heartbeatInterval=1s", "heartbeatInterval: 1s is longer than heartbeatTimeout 100ms"},
+		{"heartbeatInterval=1m", "heartbeatInterval: 1m0s is longer than heartbeatTimeout 50s"},
 		{"heartbeatInterval=10s&heartbeatTimeout=5s", "raise heartbeatTimeout"},
 		{"heartbeatInterval=200ms&heartbeatRpcFailureThreshold=0", "want -1 (off) or a whole number from 1 to 100"},
 		{"heartbeatInterval=200ms&heartbeatRpcFailureThreshold=-2", "heartbeatRpcFailureThreshold"},

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -104,5 +106,39 @@ func TestBrowserStoryHeartbeatRuleWhenTheJobSetsIt(t *testing.T) {
 			}
 			require.Positive(t, readers, "the wordcount run has a channel from tm-1 to another TaskManager")
 		}
+	}
+}
+
+// A learner picks Flink's heartbeat rule in the sandbox form, starts the
+// job, crashes TaskManager tm-1 with its button and reads in the story how
+// the JobManager noticed: requests every 200 ms, two failed in a row —
+// English on a laptop, Chinese on a phone (390×844). Without the form's
+// choice the story tells the simplification instead and this test fails.
+func TestBrowserHeartbeatRuleFromTheSandboxForm(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	for _, lang := range []string{"en", "zh"} {
+		cat := catalogue(t, lang)
+		b := newBrowser(t)
+		if lang == "zh" {
+			b.run(chromedp.EmulateViewport(390, 844))
+		}
+		b.run(chromedp.Navigate(b.url+"/sandbox?lang="+lang), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
+		assert.Equal(t, cat["sandbox.heartbeatFlink"], eval[string](b, `document.querySelector('#heartbeatInterval option[value="200ms"]').textContent`), lang)
+		b.run(chromedp.SetValue(chromedp.CSS(`#heartbeatInterval`), "200ms"))
+		b.clickLive(`#sandbox-form button[type=submit]`)
+		b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+		hb := eval[map[string]any](b, `window.statelab.model.snap.job.heartbeat`)
+		require.Equal(t, 200e6, hb["interval"], "%s: the job got the form's heartbeat.interval", lang)
+		b.waitJS(60*time.Second, "every subtask running", jsAllRunning)
+		b.clickLive(fmt.Sprintf(`button[aria-label=%q]`, strings.ReplaceAll(cat["graph.crashTmLabel"], "{tm}", "tm-1")))
+		rule := cat["explain.tmLost.heartbeatRule"]
+		rule = rule[:strings.Index(rule, "{")]
+		b.waitJS(30*time.Second, "the story's heartbeat step", fmt.Sprintf(`(document.getElementById('explain-body')?.innerText || '').includes(%q)`, rule))
+		story := eval[string](b, `document.getElementById('explain-body').innerText`)
+		assert.Contains(t, story, "200 ms", lang)
+		assert.NotContains(t, story, cat["explain.simplified.heartbeat"], "%s: Flink's rule, not the simplification", lang)
+		assert.LessOrEqual(t, eval[int](b, `document.documentElement.scrollWidth`), eval[int](b, `innerWidth`), "%s: the page does not scroll sideways", lang)
+		b.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('explain-body').scrollIntoView({block: 'start'})`))
+		b.shot("heartbeat-rule-" + lang)
 	}
 }
