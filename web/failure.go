@@ -62,7 +62,7 @@ const (
 	maxConcurrentCheckpoints = 10
 	// maxRPCFailureThreshold bounds heartbeat.rpc-failure-threshold.
 	maxRPCFailureThreshold = 100
-	maxFailureDuration       = 24 * time.Hour
+	maxFailureDuration     = 24 * time.Hour
 	// minCheckpointTimeout is Flink's least checkpoint timeout
 	// (CheckpointCoordinatorConfiguration.MINIMAL_CHECKPOINT_TIME).
 	minCheckpointTimeout = 10 * time.Millisecond
