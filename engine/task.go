@@ -564,7 +564,8 @@ func fmtWatermark(w int64) string {
 // delivered barrier n is blocked until all inputs have; then the subtask
 // snapshots its state and forwards the barrier. In at-least-once mode inputs
 // are never blocked, so records behind the barrier on a fast input enter the
-// snapshot.
+// snapshot. The mode is the one barriers are handled with (core.barrierMode):
+// at-least-once for a job with no checkpoint interval, as in Flink.
 func (t *subtask) handleBarrier(in int, b barrier) error {
 	ch := t.inputs[in]
 	if t.verbose {
@@ -591,7 +592,7 @@ func (t *subtask) handleBarrier(in int, b barrier) error {
 	t.alignSeen[in] = true
 	t.alignCount++
 	if t.alignCount < len(t.inputs) {
-		if t.c.spec.Checkpointing.Mode == ExactlyOnce {
+		if t.c.barrierMode() == ExactlyOnce {
 			ch.blocked.Store(true)
 			ch.blockedFor.Store(b.ID)
 			t.event(Event{Kind: EvChannelBlocked, Channel: ch.name, From: ch.from.name, To: t.name, Edge: edgeRef(ch.edge), Checkpoint: b.ID,

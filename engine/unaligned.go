@@ -105,9 +105,11 @@ func (s *JobSpec) validateUnaligned() error {
 	return nil
 }
 
-// unalignedOn reports whether the job's checkpoints may be unaligned.
+// unalignedOn reports whether the job's checkpoints may be unaligned: only
+// when its barriers are handled exactly-once (barrierMode), so not with mode
+// at-least-once nor with no checkpoint interval.
 func (c *core) unalignedOn() bool {
-	return c.spec.Checkpointing.Unaligned && c.spec.Checkpointing.Mode == ExactlyOnce
+	return c.spec.Checkpointing.Unaligned && c.barrierMode() == ExactlyOnce
 }
 
 // startsUnaligned reports whether a checkpoint's barrier leaves the sources

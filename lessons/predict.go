@@ -253,7 +253,9 @@ func duplicates(pf *predictFile, js *jobState) (*Prediction, error) {
 	if s, ok := sink.Options["semantics"].(string); ok {
 		sem = s
 	}
-	exact := sem == engine.SinkExactlyOnce && js.spec.Checkpointing.Mode != engine.AtLeastOnce
+	// With no checkpoint interval barriers are counted, not aligned, whatever
+	// the mode (engine's CheckpointingSpec.BarrierMode, as Flink does).
+	exact := sem == engine.SinkExactlyOnce && js.spec.Checkpointing.BarrierMode() != engine.AtLeastOnce
 	return &Prediction{Kind: pf.Kind, Operator: sink.ID, Choices: []string{Yes, No}, Answer: yesNo(!exact)}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -196,7 +197,9 @@ func TestPredictionKindsOfIssue19(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, No, p.Answer)
 
-	// duplicates: only a transactional sink under aligned checkpoints is safe.
+	// duplicates: only a transactional sink under aligned checkpoints is
+	// safe; with no checkpoint interval Flink counts barriers whatever the
+	// mode (CheckpointBarrierTracker), so not even then.
 	var sink *engine.OperatorSpec
 	for i := range js.spec.Operators {
 		if js.spec.Operators[i].Kind == engine.KindSink {
@@ -208,12 +211,20 @@ func TestPredictionKindsOfIssue19(t *testing.T) {
 		sink.Options = map[string]any{}
 	}
 	for _, tc := range []struct {
-		sem  string
-		mode engine.CheckpointMode
-		want string
-	}{{"exactly-once", engine.ExactlyOnce, No}, {"at-least-once", engine.ExactlyOnce, Yes}, {"exactly-once", engine.AtLeastOnce, Yes}, {"at-least-once", engine.AtLeastOnce, Yes}} {
+		sem      string
+		mode     engine.CheckpointMode
+		interval engine.Duration
+		want     string
+	}{
+		{"exactly-once", engine.ExactlyOnce, engine.Duration(time.Second), No},
+		{"at-least-once", engine.ExactlyOnce, engine.Duration(time.Second), Yes},
+		{"exactly-once", engine.AtLeastOnce, engine.Duration(time.Second), Yes},
+		{"at-least-once", engine.AtLeastOnce, engine.Duration(time.Second), Yes},
+		{"exactly-once", engine.ExactlyOnce, 0, Yes},
+	} {
 		sink.Options["semantics"] = tc.sem
 		js.spec.Checkpointing.Mode = tc.mode
+		js.spec.Checkpointing.Interval = tc.interval
 		p, err := newPrediction(&predictFile{Kind: "duplicates"}, js)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, p.Answer, "%+v", tc)
