@@ -415,6 +415,7 @@ func catalogue() []*scenario {
 		unalignedChannelStateRestore(),
 		alignedBarriersHold(),
 		atLeastOnceBarriersDoNotBlock(),
+		noIntervalBarriersDoNotBlock(),
 		unalignedNeedsExactlyOnce(),
 		abortedCheckpoint(),
 		{

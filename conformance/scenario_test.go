@@ -302,7 +302,7 @@ func (sc *scenario) flink(dir string) flinkScenario {
 					// flinkref asks for the second once the stall faults fired
 					step.Kind = stepCheckpointWhilePending
 				}
-				if st == stepRead || st == stepReadInFlight {
+				if st == stepRead || st == stepReadInFlight || st == stepCheckpointDuringRead {
 					step.Limits = map[string][]int64{}
 					for _, src := range sc.sources() {
 						step.Limits[src] = ends[src][chunk]

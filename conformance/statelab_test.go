@@ -445,7 +445,7 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 				if err != nil {
 					return res, fmt.Errorf("phase %d: step %s: %w", i, st, err)
 				}
-				if st == stepRead || st == stepReadInFlight {
+				if st == stepRead || st == stepReadInFlight || st == stepCheckpointDuringRead {
 					chunk++
 				}
 				p.steps = append(p.steps, id)
@@ -763,6 +763,8 @@ func runStep(s *engine.Stepper, sc *scenario, step string, chunk int, injected m
 		return last + 1, nil
 	case stepNewerWhilePending:
 		return runNewerWhilePending(s)
+	case stepCheckpointDuringRead:
+		return runCheckpointDuringRead(s, sc, chunk, injected)
 	case stepCheckpointFails:
 		id, err := runStep(s, sc, stepCheckpoint, chunk, injected)
 		if err == nil {

@@ -646,7 +646,8 @@ final class Runner {
      * {@code POST /jobs/:jobid/checkpoints} does) and waits for it; "checkpoint-while-pending" triggers one, asks for
      * a second once the first's stalled snapshot began, and waits for both; "savepoint" triggers a savepoint that does not
      * stop the job (an intermediate savepoint) and waits for it; "read" raises the sources' limits to the step's
-     * and waits until they are read. Notes each step's outcome (and how long it took) and, after the last, unless
+     * and waits until they are read; "checkpoint-during-read" raises them and triggers a checkpoint by hand while they
+     * are read (checkpointDuringRead). Notes each step's outcome (and how long it took) and, after the last, unless
      * the phase says skipRetained, the checkpoints retained in the job's checkpoint directory (chk-N with its
      * _metadata). With local recovery on, a checkpoint step also notes the local copies each subtask holds once the
      * listing settled (LocalState.settledList).
@@ -700,6 +701,7 @@ final class Runner {
                     case "savepoint" -> m.put("path", mc.triggerSavepoint(id,
                             new File(work, sc.path("name").asText() + "/savepoints").toURI().toString(), false,
                             SavepointFormatType.CANONICAL).get(120, TimeUnit.SECONDS));
+                    case "checkpoint-during-read" -> checkpointDuringRead(id, step, input, m);
                     case "read" -> {
                         step.path("limits").fields().forEachRemaining(e -> {
                             long[] l = new long[e.getValue().size()];
@@ -759,6 +761,43 @@ final class Runner {
             // (a phase with periodic checkpoints skips it: its set of retained checkpoints never rests)
             pt.put("retainedCheckpoints", retainedCheckpoints());
         }
+    }
+
+    /**
+     * The "checkpoint-during-read" step: raises the sources' limits to the step's, waits until every partition given
+     * new records has read a quarter of them, triggers a checkpoint by hand (as {@code POST /jobs/:jobid/checkpoints}
+     * does) while the sources go on reading, waits for it and then for the limits. Notes the checkpoint's id and
+     * the offsets read when it was triggered ("triggeredAt").
+     */
+    private void checkpointDuringRead(JobID id, JsonNode step, String input, Map<String, Object> m) throws Exception {
+        Map<String, Long> want = new java.util.TreeMap<>();
+        step.path("limits").fields().forEachRemaining(e -> {
+            List<List<Rec>> parts = InputStore.partitions(input, e.getKey());
+            long[] l = new long[e.getValue().size()];
+            for (int k = 0; k < l.length; k++) {
+                l[k] = e.getValue().get(k).asLong();
+                String key = e.getKey() + "/" + k;
+                long from = PartitionSource.progress.getOrDefault(key, 0L);
+                long to = Math.min(l[k], parts.get(k).size());
+                if (to > from) {
+                    want.put(key, from + Math.max(1, (to - from) / 4));
+                }
+            }
+            PartitionSource.limits.put(e.getKey(), l);
+        });
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < until && want.entrySet().stream()
+                .anyMatch(w -> PartitionSource.progress.getOrDefault(w.getKey(), 0L) < w.getValue())) {
+            Thread.sleep(1);
+        }
+        m.put("triggeredAt", new java.util.TreeMap<>(PartitionSource.progress));
+        m.put("id", mc.triggerCheckpoint(id, org.apache.flink.core.execution.CheckpointType.CONFIGURED)
+                .get(120, TimeUnit.SECONDS));
+        until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!limitsReached(input) && System.nanoTime() < until) {
+            Thread.sleep(5);
+        }
+        m.put("read", limitsReached(input));
     }
 
     /** Whether a step started a TaskManager: the cluster's shape changed, the next scenario gets a fresh one. */
