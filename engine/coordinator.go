@@ -21,19 +21,24 @@ type coordinator struct {
 	counts        CheckpointCounts
 	lastEnd       time.Duration
 	latestRestore *RestoreStats
-	// queued are the checkpoints asked for by hand that wait for a pending
-	// one to end, oldest first (CheckpointRequestDecider's queue).
+	// queued are the checkpoint requests that wait for a pending one to
+	// end (CheckpointRequestDecider's queue): those asked for by hand,
+	// oldest first, then the periodic ones, oldest first.
 	queued []checkpointRequest
+	// nextPeriodic is when the next periodic tick is due
+	// (CheckpointCoordinator's nextCheckpointTriggeringRelativeTime).
+	nextPeriodic time.Duration
 }
 
-// checkpointRequest is a checkpoint asked for by hand that waits.
+// checkpointRequest is a checkpoint request that waits.
 type checkpointRequest struct {
-	at time.Duration // when it was asked for
+	at       time.Duration // when it was asked for
+	periodic bool          // by the periodic trigger, not by hand
 }
 
 // maxQueuedRequests is CheckpointRequestDecider's DEFAULT_MAX_QUEUED_REQUESTS:
-// with that many user requests queued a new one fails
-// (TOO_MANY_CHECKPOINT_REQUESTS).
+// with that many requests by hand queued a new one fails
+// (TOO_MANY_CHECKPOINT_REQUESTS); past it the newest periodic one is dropped.
 const maxQueuedRequests = 1000
 
 type pendingCheckpoint struct {
@@ -62,36 +67,103 @@ func (co *coordinator) addHistory(s *CheckpointStats) {
 	}
 }
 
-// periodicCheckpoint is the checkpoint timer: it triggers a checkpoint when
-// fewer than max-concurrent-checkpoints (default 1: none) are pending, the
-// min pause since the last checkpoint ended has passed and every subtask
-// runs, and re-arms itself. Flink's CheckpointRequestDecider checks the
-// same two: the pending count against maxConcurrentCheckpointAttempts, then
-// the min pause for a periodic request.
+// periodicCheckpoint is the checkpoint timer, Flink's
+// CheckpointCoordinator.ScheduledTrigger: it re-arms itself at a fixed
+// rate, for the time the tick after it is due (nextCheckpointTriggering-
+// RelativeTime += interval, scheduled max(0, due - now) ahead, so ticks a
+// late timer missed fire at once, one after another), then hands a
+// periodic request to the decider (CheckpointRequestDecider.
+// chooseRequestToExecute): queued, started at once if fewer than
+// max-concurrent-checkpoints are pending and the min pause has passed, or
+// dropped with the trigger rescheduled for the pause's end. A periodic
+// request that waits starts when a pending checkpoint ends
+// (executeQueuedRequests), one per tick that came meanwhile.
 func (c *core) periodicCheckpoint() {
 	if c.terminal {
 		return
 	}
-	c.drv.after(c.spec.Checkpointing.Interval.D(), timer{kind: timerPeriodic})
-	// A queued request by hand goes first (the decider's queue puts
-	// non-periodic requests before periodic ones).
-	if c.rescaling != nil || len(c.coord.pending) >= c.spec.Checkpointing.maxConcurrent() || len(c.coord.queued) > 0 {
+	now := c.clock()
+	c.coord.nextPeriodic += c.spec.Checkpointing.Interval.D()
+	c.drv.after(max(0, c.coord.nextPeriodic-now), timer{kind: timerPeriodic})
+	// Flink's CheckpointCoordinatorDeActivator stops the scheduler while
+	// the job is not RUNNING; a rescale (StateLab's stop-with-savepoint and
+	// redeploy in one command) takes no periodic checkpoint either.
+	if c.rescaling != nil || c.status != JobRunning || c.ex == nil {
 		return
 	}
-	if c.clock()-c.coord.lastEnd < c.spec.Checkpointing.MinPause.D() && c.coord.lastEnd > 0 {
+	if !c.enqueueRequest(checkpointRequest{at: now, periodic: true}) {
 		return
 	}
-	_, _ = c.triggerCheckpoint(false, false)
+	c.executeQueuedRequests()
+	max := c.spec.Checkpointing.maxConcurrent()
+	q := c.coord.queued
+	if len(c.coord.pending) < max || len(q) == 0 || !q[len(q)-1].periodic || q[len(q)-1].at != now {
+		return // started, failed, or dropped by the min pause
+	}
+	pending := c.coord.pendingList()
+	_, n := c.coord.queuedCounts()
+	oldest := pending[0].id
+	why := fmt.Sprintf("%d checkpoints are still pending", len(pending))
+	switch len(pending) {
+	case 1:
+		why = fmt.Sprintf("checkpoint %d is still pending", oldest)
+	case 2:
+		why = fmt.Sprintf("checkpoints %d and %d are still pending", pending[0].id, pending[1].id)
+	}
+	c.publish(Event{Kind: EvPeriodicCheckpointQueued, Checkpoint: oldest, Value: int64(max), Records: n,
+		Message: fmt.Sprintf("periodic checkpoint request queued: %s and max-concurrent-checkpoints is %d; %d periodic request(s) wait, each starts when a pending checkpoint ends", why, max, n)})
+}
+
+// queuedCounts is how many queued requests were asked for by hand and how
+// many are periodic.
+func (co *coordinator) queuedCounts() (byHand, periodic int) {
+	for _, r := range co.queued {
+		if r.periodic {
+			periodic++
+		} else {
+			byHand++
+		}
+	}
+	return byHand, periodic
+}
+
+// enqueueRequest adds r to the decider's queue in its order: requests by
+// hand before periodic ones, each oldest first (CheckpointRequestDecider's
+// comparator; savepoints are forced and never queued here). With
+// maxQueuedRequests queued and none of them periodic, r is refused
+// (TOO_MANY_CHECKPOINT_REQUESTS) and enqueueRequest returns false;
+// otherwise r is added and, past the limit, the last request (the newest
+// periodic one) is dropped.
+func (c *core) enqueueRequest(r checkpointRequest) bool {
+	q := c.coord.queued
+	if len(q) >= maxQueuedRequests && !q[len(q)-1].periodic {
+		return false
+	}
+	i := len(q)
+	if !r.periodic {
+		i = slices.IndexFunc(q, func(x checkpointRequest) bool { return x.periodic })
+		if i < 0 {
+			i = len(q)
+		}
+	}
+	q = slices.Insert(q, i, r)
+	if len(q) > maxQueuedRequests {
+		q = q[:len(q)-1]
+	}
+	c.coord.queued = q
+	return true
 }
 
 // requestCheckpoint is a checkpoint asked for by hand (CmdTriggerCheckpoint),
 // Flink's CheckpointCoordinator.triggerCheckpoint(CheckpointType): a
 // non-periodic request that is not forced. CheckpointRequestDecider runs it
-// at once if fewer than max-concurrent-checkpoints are pending; otherwise it
-// waits in the decider's queue, without a min-pause check, until a pending
-// checkpoint completes or is aborted (completePendingCheckpoint and
-// abortPendingCheckpoint call scheduleTriggerRequest). Savepoints are forced
-// and never wait (CmdTriggerSavepoint calls triggerCheckpoint directly).
+// at once if fewer than max-concurrent-checkpoints are pending and no
+// request by hand waits before it; otherwise it waits in the decider's
+// queue, ahead of the periodic requests and without a min-pause check,
+// until a pending checkpoint completes or is aborted
+// (completePendingCheckpoint and abortPendingCheckpoint call
+// scheduleTriggerRequest). Savepoints are forced and never wait
+// (CmdTriggerSavepoint calls triggerCheckpoint directly).
 func (c *core) requestCheckpoint() error {
 	if c.status != JobRunning || c.ex == nil {
 		return fmt.Errorf("%w: the job is %s", ErrCheckpoint, c.status)
@@ -100,21 +172,22 @@ func (c *core) requestCheckpoint() error {
 		return fmt.Errorf("%w: not all subtasks are RUNNING yet", ErrCheckpoint)
 	}
 	max := c.spec.Checkpointing.maxConcurrent()
-	if len(c.coord.pending) < max && len(c.coord.queued) == 0 {
+	byHand, _ := c.coord.queuedCounts()
+	if len(c.coord.pending) < max && byHand == 0 {
 		_, err := c.triggerCheckpoint(false, false)
 		return err
 	}
-	if len(c.coord.queued) >= maxQueuedRequests {
+	if !c.enqueueRequest(checkpointRequest{at: c.clock()}) {
 		return fmt.Errorf("%w: %d checkpoint requests already wait (TOO_MANY_CHECKPOINT_REQUESTS)", ErrCheckpoint, len(c.coord.queued))
 	}
-	c.coord.queued = append(c.coord.queued, checkpointRequest{at: c.clock()})
+	byHand++
 	pending := c.coord.pendingList()
 	var oldest int64 // the event's Checkpoint: the oldest pending one
 	if len(pending) > 0 {
 		oldest = pending[0].id
 	}
 	var msg string
-	switch ahead := len(c.coord.queued) - 1; {
+	switch ahead := byHand - 1; {
 	case len(pending) < max:
 		// A pending checkpoint has just ended and the requests before
 		// this one have not started yet: they go first.
@@ -132,14 +205,19 @@ func (c *core) requestCheckpoint() error {
 			msg += fmt.Sprintf(", after the %d request(s) asked for before it", ahead)
 		}
 	}
-	c.publish(Event{Kind: EvCheckpointQueued, Checkpoint: oldest, Value: int64(max), Records: len(c.coord.queued), Message: msg})
+	c.publish(Event{Kind: EvCheckpointQueued, Checkpoint: oldest, Value: int64(max), Records: byHand, Message: msg})
 	return nil
 }
 
-// executeQueuedRequests starts the queued requests while fewer than
-// max-concurrent-checkpoints are pending, as CheckpointCoordinator's
-// executeQueuedRequest does after a pending checkpoint ended. A request
-// whose turn comes while not every subtask runs fails, as Flink's does
+// executeQueuedRequests starts the queued requests, first in the decider's
+// order, while fewer than max-concurrent-checkpoints are pending, as
+// CheckpointCoordinator's executeQueuedRequest does after a pending
+// checkpoint ended (one request each time; it runs again after each
+// trigger). A periodic request whose turn comes before the min pause has
+// passed since the last completed checkpoint is dropped
+// (MINIMUM_TIME_BETWEEN_CHECKPOINTS) and the periodic trigger rescheduled
+// for the pause's end; the requests behind it wait on. A request whose turn
+// comes while not every subtask runs fails, as Flink's does
 // (NOT_ALL_REQUIRED_TASKS_RUNNING).
 func (c *core) executeQueuedRequests() {
 	for len(c.coord.queued) > 0 && len(c.coord.pending) < c.spec.Checkpointing.maxConcurrent() {
@@ -148,23 +226,46 @@ func (c *core) executeQueuedRequests() {
 			return
 		}
 		r := c.coord.queued[0]
+		if r.periodic {
+			if c.rescaling != nil {
+				// StateLab's rescale takes no periodic checkpoint.
+				c.coord.queued = c.coord.queued[1:]
+				continue
+			}
+			if wait := c.coord.lastEnd + c.spec.Checkpointing.MinPause.D() - c.clock(); c.coord.lastEnd > 0 && wait > 0 {
+				c.coord.queued = c.coord.queued[1:]
+				c.reschedulePeriodic(wait)
+				return
+			}
+		}
 		c.coord.queued = c.coord.queued[1:]
-		if _, err := c.triggerCheckpoint(false, false); err != nil {
+		if _, err := c.triggerCheckpoint(false, false); err != nil && !r.periodic {
 			c.publish(Event{Kind: EvCheckpointRequestFailed, Records: 1,
 				Message: fmt.Sprintf("the checkpoint asked for at %v did not start: %v", r.at, err)})
 		}
 	}
 }
 
-// dropQueuedRequests fails every queued request.
+// reschedulePeriodic moves the periodic trigger to d from now, Flink's
+// CheckpointCoordinator.rescheduleTrigger: the pending tick is cancelled and
+// the ticks after it follow at the interval from the new one.
+func (c *core) reschedulePeriodic(d time.Duration) {
+	c.drv.cancelTimer(timer{kind: timerPeriodic})
+	c.coord.nextPeriodic = c.clock() + d
+	c.drv.after(d, timer{kind: timerPeriodic})
+}
+
+// dropQueuedRequests fails every queued request. The event counts the
+// requests by hand; a periodic request that fails is not told (Flink logs
+// nothing for it either).
 func (c *core) dropQueuedRequests(why string) {
-	n := len(c.coord.queued)
-	if n == 0 {
+	byHand, _ := c.coord.queuedCounts()
+	c.coord.queued = nil
+	if byHand == 0 {
 		return
 	}
-	c.coord.queued = nil
-	c.publish(Event{Kind: EvCheckpointRequestFailed, Records: n,
-		Message: fmt.Sprintf("%d checkpoint request(s) waiting to start were dropped: %s", n, why)})
+	c.publish(Event{Kind: EvCheckpointRequestFailed, Records: byHand,
+		Message: fmt.Sprintf("%d checkpoint request(s) waiting to start were dropped: %s", byHand, why)})
 }
 
 // triggerCheckpoint starts checkpoint (or savepoint) n at the sources.

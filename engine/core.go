@@ -328,6 +328,7 @@ func (c *core) start() {
 	c.publish(Event{Kind: EvJobStatus, Status: string(JobCreated), Message: fmt.Sprintf("job %s created (seed %d)", c.spec.Name, c.spec.Seed)})
 	c.deploy()
 	if iv := c.spec.Checkpointing.Interval.D(); iv > 0 {
+		c.coord.nextPeriodic = c.clock() + iv
 		c.drv.after(iv, timer{kind: timerPeriodic})
 	}
 }

@@ -22,8 +22,9 @@ const (
 	DefaultMinPause = 0 * time.Millisecond
 	// DefaultMaxConcurrentCheckpoints is
 	// execution.checkpointing.max-concurrent-checkpoints
-	// (CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS): 1, so by default the
-	// periodic trigger starts no checkpoint while one is pending;
+	// (CheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS): 1, so by default no
+	// checkpoint starts while one is pending: the periodic ticks meanwhile
+	// wait in the queue and start one by one as pending ones end;
 	// CheckpointingSpec.MaxConcurrent raises it.
 	DefaultMaxConcurrentCheckpoints = 1
 	// DefaultTolerableFailedCheckpoints is

@@ -168,8 +168,11 @@
 //
 // # What the JobManager does
 //
-//  1. Triggers periodic checkpoints when every subtask runs and none is
-//     pending; completes n when every subtask acknowledged (metadata to
+//  1. Triggers periodic checkpoints when every subtask runs and fewer than
+//     max-concurrent-checkpoints are pending; a tick while they are is
+//     queued (Flink's CheckpointRequestDecider) and starts when one ends,
+//     after the checkpoints asked for by hand that wait (coordinator.go);
+//     completes n when every subtask acknowledged (metadata to
 //     checkpoint storage, older ones subsumed beyond the retained count);
 //     aborts on decline, timeout or failure.
 //  2. On a failure the restart strategy decides whether and when

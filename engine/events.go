@@ -51,6 +51,10 @@ const (
 	// A checkpoint asked for by hand waits: Checkpoint is the oldest pending
 	// one, Value max-concurrent-checkpoints, Records how many requests wait.
 	EvCheckpointQueued EventKind = "checkpoint-queued"
+	// A periodic checkpoint request waits (max-concurrent-checkpoints are
+	// pending): Checkpoint is the oldest pending one, Value
+	// max-concurrent-checkpoints, Records how many periodic requests wait.
+	EvPeriodicCheckpointQueued EventKind = "periodic-checkpoint-queued"
 	// Queued checkpoint requests were dropped (the job left RUNNING, or not
 	// every subtask runs when their turn came): Records how many, Message why.
 	EvCheckpointRequestFailed EventKind = "checkpoint-request-failed"

@@ -192,7 +192,8 @@ func (c *core) checkpointsView() CheckpointsView {
 	}
 	c.restoreMu.Unlock()
 	v.Counts.InProgress = len(c.coord.pending)
-	v.MaxConcurrent, v.Queued = c.spec.Checkpointing.maxConcurrent(), len(c.coord.queued)
+	v.MaxConcurrent = c.spec.Checkpointing.maxConcurrent()
+	v.Queued, v.QueuedPeriodic = c.coord.queuedCounts()
 	for _, h := range c.coord.history {
 		v.History = append(v.History, *copyStats(h))
 	}

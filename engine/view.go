@@ -230,6 +230,11 @@ type CheckpointsView struct {
 	// Queued counts the checkpoints asked for by hand that wait for one in
 	// progress to end (CheckpointRequestDecider's queue; coordinator.go).
 	Queued int `json:"queued,omitempty"`
+	// QueuedPeriodic counts the periodic checkpoint requests that wait in
+	// the same queue, behind those asked for by hand: one for each tick of
+	// the checkpoint interval while max-concurrent-checkpoints were
+	// pending. Each starts when a pending checkpoint ends.
+	QueuedPeriodic int `json:"queuedPeriodic,omitempty"`
 	// History lists recent checkpoints and savepoints, newest last.
 	History []CheckpointStats `json:"history"`
 	// Retained lists the checkpoints and savepoints in storage.
