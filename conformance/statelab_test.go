@@ -578,7 +578,10 @@ func runStateLab(t *testing.T, sc *scenario) (*slResult, error) {
 // (the restore events from mark on) and reads what they and the sources
 // restored into p: count's keyed state, the records each count subtask had
 // taken in by then (0: the state is what it restored) and the sources'
-// restored offsets.
+// restored offsets. Each count subtask's state is read after the step it
+// restored in, before any other step: a subtask that restored early may
+// take in records before the last one restored, as the Stepper's schedule
+// has it.
 func captureRestored(t *testing.T, s *engine.Stepper, events *[]engine.Event, mark int, p *slPhase) error {
 	restored := func() map[string]engine.Event {
 		out := map[string]engine.Event{}
@@ -595,6 +598,8 @@ func captureRestored(t *testing.T, s *engine.Stepper, events *[]engine.Event, ma
 			want += len(o.Subtasks)
 		}
 	}
+	p.afterFaultKeys = map[string]map[int]map[string]int64{}
+	p.afterFaultIn = map[string]int64{}
 	if _, err := s.RunUntil(func(sn *engine.Snapshot) bool {
 		n := 0
 		for task := range restored() {
@@ -611,20 +616,26 @@ func captureRestored(t *testing.T, s *engine.Stepper, events *[]engine.Event, ma
 					p.restoredWatermarks[task] = subtaskWatermark(sn, task)
 				}
 			}
+			if _, ok := p.afterFaultIn[task]; !ok {
+				for _, o := range sn.Job.Operators {
+					if o.Kind != engine.KindCount {
+						continue
+					}
+					for _, st := range o.Subtasks {
+						if st.Name == task {
+							if p.afterFaultKeys[o.ID] == nil {
+								p.afterFaultKeys[o.ID] = map[int]map[string]int64{}
+							}
+							p.afterFaultKeys[o.ID][st.Index] = subtaskKeys(t, s, st.Name, o.Kind)
+							p.afterFaultIn[task] = st.RecordsIn
+						}
+					}
+				}
+			}
 		}
 		return n == want
 	}, stepsPerPhase); err != nil {
 		return fmt.Errorf("waiting for every count and source subtask to restore: %w", err)
-	}
-	sn := s.Snapshot()
-	p.afterFaultKeys = keyedState(t, s, &sn)
-	p.afterFaultIn = map[string]int64{}
-	for _, o := range sn.Job.Operators {
-		if o.Kind == engine.KindCount {
-			for _, st := range o.Subtasks {
-				p.afterFaultIn[st.Name] = st.RecordsIn
-			}
-		}
 	}
 	p.afterFaultOffsets = map[string][]engine.PartitionOffset{}
 	for task, e := range restored() {
@@ -1107,29 +1118,36 @@ func keyedState(t *testing.T, s *engine.Stepper, sn *engine.Snapshot) map[string
 		}
 		m := map[int]map[string]int64{}
 		for _, st := range o.Subtasks {
-			v, err := s.TaskState(st.Name, 1_000_000)
-			if err != nil {
-				t.Fatalf("StateLab's state inspector on %s: %v", st.Name, err)
-			}
-			keys := map[string]int64{}
-			for _, e := range v.Keyed {
-				// An expired TTL value no read has cleared yet is not
-				// returned (StateTtlConfig's NeverReturnExpired, what
-				// flinkref's dump reads through ValueState.value()).
-				if e.State != o.Kind || e.Expired {
-					continue
-				}
-				n, err := strconv.ParseInt(e.Value, 10, 64)
-				if err != nil {
-					t.Fatalf("StateLab's %s value of %q on %s is %q, not a number", e.State, e.Key, st.Name, e.Value)
-				}
-				keys[e.Key] = n
-			}
-			m[st.Index] = keys
+			m[st.Index] = subtaskKeys(t, s, st.Name, o.Kind)
 		}
 		out[o.ID] = m
 	}
 	return out
+}
+
+// subtaskKeys reads one count/sum subtask's ValueState (kind names it)
+// through the state inspector.
+func subtaskKeys(t *testing.T, s *engine.Stepper, task, kind string) map[string]int64 {
+	t.Helper()
+	v, err := s.TaskState(task, 1_000_000)
+	if err != nil {
+		t.Fatalf("StateLab's state inspector on %s: %v", task, err)
+	}
+	keys := map[string]int64{}
+	for _, e := range v.Keyed {
+		// An expired TTL value no read has cleared yet is not
+		// returned (StateTtlConfig's NeverReturnExpired, what
+		// flinkref's dump reads through ValueState.value()).
+		if e.State != kind || e.Expired {
+			continue
+		}
+		n, err := strconv.ParseInt(e.Value, 10, 64)
+		if err != nil {
+			t.Fatalf("StateLab's %s value of %q on %s is %q, not a number", e.State, e.Key, task, e.Value)
+		}
+		keys[e.Key] = n
+	}
+	return keys
 }
 
 // heldKeys is each count and sum subtask's keys, expired TTL values too
