@@ -44,6 +44,23 @@ func TestNoIntervalCheckpointByHandDoesNotAlign(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 6, n, "a3 a4 entered checkpoint 1")
 	assert.Empty(t, log.kinds(EvChannelBlocked))
+	cv := s.Snapshot().Checkpoints
+	assert.Equal(t, AtLeastOnce, cv.Mode, "the checkpoints view says how barriers are handled")
+	assert.True(t, cv.ModeNoInterval)
+}
+
+// With an interval (never reached) the same spec's view says exactly-once.
+func TestIntervalKeepsTheSpecMode(t *testing.T) {
+	s, _ := newTestStepper(t, alignSpec(ExactlyOnce))
+	cv := s.Snapshot().Checkpoints
+	assert.Equal(t, ExactlyOnce, cv.Mode)
+	assert.False(t, cv.ModeNoInterval)
+	spec := alignSpec(AtLeastOnce)
+	spec.Checkpointing.Interval = 0
+	s, _ = newTestStepper(t, spec)
+	cv = s.Snapshot().Checkpoints
+	assert.Equal(t, AtLeastOnce, cv.Mode)
+	assert.False(t, cv.ModeNoInterval, "at-least-once asked for")
 }
 
 // A savepoint of a job with no interval is not aligned either: the tracker
@@ -89,6 +106,7 @@ func TestNoIntervalTurnsUnalignedOff(t *testing.T) {
 	assert.Zero(t, h.ChannelStateSize)
 	assert.Empty(t, log.kinds(EvBarrierOvertook))
 	assert.False(t, s.Snapshot().Checkpoints.Unaligned)
+	assert.True(t, s.Snapshot().Checkpoints.UnalignedIgnored, "the view says unaligned was turned off")
 }
 
 // A stop-with-savepoint of a job with no interval stays a consistent cut

@@ -181,8 +181,9 @@ func (c *core) snapshotWith(detail, metrics bool) Snapshot {
 
 func (c *core) checkpointsView() CheckpointsView {
 	c.restoreMu.Lock()
-	v := CheckpointsView{Mode: c.spec.Checkpointing.Mode, Interval: c.spec.Checkpointing.Interval.D(), Counts: c.coord.counts, Unaligned: c.unalignedOn(),
-		UnalignedIgnored: c.spec.Checkpointing.Unaligned && c.spec.Checkpointing.Mode == AtLeastOnce}
+	mode := c.barrierMode()
+	v := CheckpointsView{Mode: mode, ModeNoInterval: mode != c.spec.Checkpointing.Mode, Interval: c.spec.Checkpointing.Interval.D(), Counts: c.coord.counts, Unaligned: c.unalignedOn(),
+		UnalignedIgnored: c.spec.Checkpointing.Unaligned && mode == AtLeastOnce}
 	if v.Unaligned {
 		v.AlignedCheckpointTimeout = c.spec.Checkpointing.AlignedCheckpointTimeout.D()
 	}

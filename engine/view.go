@@ -208,12 +208,20 @@ type RescaleView struct {
 
 // CheckpointsView is what Flink's checkpoint tab shows.
 type CheckpointsView struct {
-	Mode     CheckpointMode `json:"mode"`
-	Interval time.Duration  `json:"interval"`
+	// Mode is the mode the job's barriers are handled with: the spec's, or
+	// at-least-once when it sets no checkpoint interval
+	// (CheckpointingSpec.BarrierMode).
+	Mode CheckpointMode `json:"mode"`
+	// ModeNoInterval says the spec asks for exactly-once but sets no
+	// checkpoint interval: as in Flink (StreamGraph.getCheckpointingMode)
+	// its barriers, by hand too, are counted, not aligned, and Mode is
+	// at-least-once.
+	ModeNoInterval bool          `json:"modeNoInterval,omitempty"`
+	Interval       time.Duration `json:"interval"`
 	// Unaligned is execution.checkpointing.unaligned (unaligned.go).
 	Unaligned bool `json:"unaligned,omitempty"`
 	// UnalignedIgnored says the spec asks for unaligned checkpoints with
-	// mode at-least-once: as Flink does (StreamingJobGraphGenerator, a
+	// mode at-least-once (or no interval): as Flink does (StreamingJobGraphGenerator, a
 	// warning in its log), the setting is turned off and Unaligned is false.
 	UnalignedIgnored bool `json:"unalignedIgnored,omitempty"`
 	// AlignedCheckpointTimeout is
