@@ -48,7 +48,7 @@ export class CheckpointsView {
     // arrives many times a second at full speed, a checkpoint once in a while.
     const lr = cv.latestRestore;
     const ato = cv.unaligned ? cv.alignedCheckpointTimeout || 0 : 0;
-    const sumKey = JSON.stringify([c, cv.queued, cv.maxConcurrent, cv.mode, cv.interval, cv.storage.kind, lr?.localBytes, lr?.remoteBytes, ato]);
+    const sumKey = JSON.stringify([c, cv.queued, cv.maxConcurrent, cv.mode, cv.modeNoInterval, cv.interval, cv.storage.kind, lr?.localBytes, lr?.remoteBytes, ato]);
     if (sumKey !== this.sumKey) {
       this.sumKey = sumKey;
       clear(this.summary).append(
@@ -68,6 +68,9 @@ export class CheckpointsView {
         // Where StateLab's aligned-checkpoint-timeout differs from Flink's
         // (docs/flink-fidelity.md): said wherever such a job's checkpoints show.
         ...(ato ? [h('p', { class: 'cp-simplified simplified' }, t('explain.simplified.alignedTimeout', { d: dur(ato) }))] : []),
+        // Exactly-once asked for without an interval: Flink enables no
+        // checkpointing and counts every barrier (StreamGraph.getCheckpointingMode).
+        ...(cv.modeNoInterval ? [h('p', { class: 'cp-note cp-mode-no-interval' }, t('cp.modeNoInterval'))] : []),
         // Unaligned asked for with at-least-once: turned off, as Flink does.
         ...(cv.unalignedIgnored ? [h('p', { class: 'cp-note' }, t('cp.unalignedIgnored'))] : []));
     }
