@@ -86,7 +86,7 @@ func TestMaxConcurrentCheckpointsKeepsMinPause(t *testing.T) {
 	completeAll(t, s, 1)
 	require.Empty(t, pendingIDs(s))
 	s.mu.Lock()
-	end := s.c.coord.lastEnd
+	end := s.c.coord.lastCompleted
 	s.mu.Unlock()
 	require.Positive(t, end)
 	skipped := 0

@@ -15,11 +15,17 @@ const maxHistory = 50
 // coordinator is the CheckpointCoordinator's bookkeeping; its logic lives in
 // methods on core, which owns the execution it talks to.
 type coordinator struct {
-	nextID        int64
-	pending       map[int64]*pendingCheckpoint
-	history       []*CheckpointStats
-	counts        CheckpointCounts
-	lastEnd       time.Duration
+	nextID  int64
+	pending map[int64]*pendingCheckpoint
+	history []*CheckpointStats
+	counts  CheckpointCounts
+	// lastCompleted is when the last checkpoint or savepoint completed,
+	// Flink's lastCheckpointCompletionRelativeTime: the min pause counts
+	// from it (CheckpointRequestDecider.nextTriggerDelayMillis). Flink sets
+	// it in cleanupAfterCompletedCheckpoint only, so an aborted checkpoint
+	// leaves it as it was and the next one does not wait the pause after
+	// the abort. 0: none yet.
+	lastCompleted time.Duration
 	latestRestore *RestoreStats
 	// queued are the checkpoint requests that wait for a pending one to
 	// end (CheckpointRequestDecider's queue): those asked for by hand,
@@ -214,11 +220,11 @@ func (c *core) requestCheckpoint() error {
 // CheckpointCoordinator's executeQueuedRequest does after a pending
 // checkpoint ended (one request each time; it runs again after each
 // trigger). A periodic request whose turn comes before the min pause has
-// passed since the last completed checkpoint is dropped
-// (MINIMUM_TIME_BETWEEN_CHECKPOINTS) and the periodic trigger rescheduled
-// for the pause's end; the requests behind it wait on. A request whose turn
-// comes while not every subtask runs fails, as Flink's does
-// (NOT_ALL_REQUIRED_TASKS_RUNNING).
+// passed since the last completed checkpoint (an aborted one does not
+// count) is dropped (MINIMUM_TIME_BETWEEN_CHECKPOINTS) and the periodic
+// trigger rescheduled for the pause's end; the requests behind it wait
+// on. A request whose turn comes while not every subtask runs fails, as
+// Flink's does (NOT_ALL_REQUIRED_TASKS_RUNNING).
 func (c *core) executeQueuedRequests() {
 	for len(c.coord.queued) > 0 && len(c.coord.pending) < c.spec.Checkpointing.maxConcurrent() {
 		if c.status != JobRunning || c.ex == nil || !c.allTasks(TaskRunning) {
@@ -232,7 +238,7 @@ func (c *core) executeQueuedRequests() {
 				c.coord.queued = c.coord.queued[1:]
 				continue
 			}
-			if wait := c.coord.lastEnd + c.spec.Checkpointing.MinPause.D() - c.clock(); c.coord.lastEnd > 0 && wait > 0 {
+			if wait := c.coord.lastCompleted + c.spec.Checkpointing.MinPause.D() - c.clock(); c.coord.lastCompleted > 0 && wait > 0 {
 				c.coord.queued = c.coord.queued[1:]
 				c.reschedulePeriodic(wait)
 				return
@@ -361,7 +367,7 @@ func (c *core) completeCheckpoint(p *pendingCheckpoint) {
 	s.CheckpointedSize = meta.CheckpointedSize()
 	s.ChannelStateSize, s.Unaligned = channelStateTotals(s.Subtasks)
 	c.coord.counts.Completed++
-	c.coord.lastEnd = now
+	c.coord.lastCompleted = now
 	if !p.savepoint {
 		c.cfm.onSuccess(p.id)
 	}
@@ -433,7 +439,8 @@ func (c *core) abortCheckpoint(p *pendingCheckpoint, why CheckpointFailureReason
 	s.FailureReason = why
 	s.EndToEndDuration = c.clock() - p.trigger
 	c.coord.counts.Failed++
-	c.coord.lastEnd = c.clock()
+	// The min pause still counts from the last completed checkpoint
+	// (coordinator.lastCompleted), not from this abort.
 	c.publish(Event{Kind: EvCheckpointAbort, Checkpoint: p.id, Savepoint: p.savepoint, Stats: copyStats(s),
 		Message: fmt.Sprintf("checkpoint %d aborted (%s): %s", p.id, why, reason)})
 	if r := c.rescaling; r != nil && r.savepoint == p.id && r.phase == "savepoint" {

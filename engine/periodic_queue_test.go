@@ -108,7 +108,7 @@ func TestPeriodicTriggerRescheduledForMinPause(t *testing.T) {
 	advanceTimer(t, s) // 50 ms: checkpoint 1
 	completeAll(t, s, 1)
 	s.mu.Lock()
-	end := s.c.coord.lastEnd
+	end := s.c.coord.lastCompleted
 	s.mu.Unlock()
 	for i := 0; len(pendingIDs(s)) == 0; i++ {
 		require.Less(t, i, 10)
@@ -151,7 +151,7 @@ func TestQueuedPeriodicRequestsOrderAndMinPause(t *testing.T) {
 	_, n3 := queuedPeriodic(s)
 	assert.Equal(t, n2-1, n3, "only the oldest is dropped")
 	s.mu.Lock()
-	end, next := s.c.coord.lastEnd, s.c.coord.nextPeriodic
+	end, next := s.c.coord.lastCompleted, s.c.coord.nextPeriodic
 	s.mu.Unlock()
 	assert.Equal(t, end+ms(25).D(), next, "the trigger is rescheduled for the pause's end")
 	for i := 0; len(pendingIDs(s)) == 0; i++ {

@@ -186,8 +186,9 @@ type CheckpointingSpec struct {
 	LocalRecovery bool `json:"localRecovery,omitempty" yaml:"localRecovery,omitempty"`
 	// Timeout aborts a checkpoint that has not completed in time.
 	Timeout Duration `json:"timeout" yaml:"timeout"`
-	// MinPause is the least time between the end of one checkpoint and the
-	// trigger of the next.
+	// MinPause is the least time from the last completed checkpoint (or
+	// savepoint) to the trigger of the next periodic one; an aborted
+	// checkpoint does not count, as in Flink.
 	MinPause Duration `json:"minPause" yaml:"minPause"`
 	// TolerableFailed is execution.checkpointing.tolerable-failed-checkpoints
 	// (default 0): how many checkpoint failures in a row that count
