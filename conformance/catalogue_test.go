@@ -408,6 +408,7 @@ func catalogue() []*scenario {
 		maxConcurrentOne(),
 		maxConcurrentTwo(),
 		minPauseBetween(),
+		minPauseAfterExpired(),
 		checkpointByHandWaits(),
 		checkpointSubsumed(),
 		procTimersDueAfterRestore(),
