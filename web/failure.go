@@ -136,7 +136,7 @@ func parseFailureSettings(q url.Values, f *FailureSettings) error {
 	if err := num("maxConcurrentCheckpoints", 1, maxConcurrentCheckpoints, &f.MaxConcurrent, "execution.checkpointing.max-concurrent-checkpoints; Flink's default 1 starts no checkpoint while one is in progress, and one asked for by hand waits"); err != nil {
 		return err
 	}
-	if err := dur("minPauseBetweenCheckpoints", 0, true, &f.MinPause, "execution.checkpointing.min-pause: the least time from the end of one checkpoint to the start of the next periodic one; Flink's default is 0"); err != nil {
+	if err := dur("minPauseBetweenCheckpoints", 0, true, &f.MinPause, "execution.checkpointing.min-pause: the least time from the last completed checkpoint (an expired or declined one does not count) to the start of the next periodic one; Flink's default is 0"); err != nil {
 		return err
 	}
 	if v := q.Get("failover"); v != "" {
