@@ -21,15 +21,7 @@ func TestBrowserNoIntervalSaysBarriersAreNotAligned(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	for _, lang := range []string{"en", "zh"} {
 		cat := catalogue(t, lang)
-		b := newBrowser(t)
-		if lang == "zh" {
-			b.run(chromedp.EmulateViewport(390, 844))
-		}
-		b.run(chromedp.Navigate(b.url+"/sandbox?lang="+lang), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
-		assert.Equal(t, cat["sandbox.intervalOff"], eval[string](b, `document.querySelector('#interval option[value="0s"]').textContent`), lang)
-		b.run(chromedp.SetValue(chromedp.CSS(`#interval`), "0s"))
-		b.clickLive(`#sandbox-form button[type=submit]`)
-		b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+		b := startFromSandboxForm(t, lang, "interval", "0s", "sandbox.intervalOff")
 		require.True(t, eval[bool](b, `window.statelab.model.snap.checkpoints.modeNoInterval === true`), "%s: the job asks for exactly-once without an interval", lang)
 		b.waitJS(10*time.Second, "the panel's note", `document.querySelector('#checkpoints .cp-mode-no-interval') !== null`)
 		assert.Equal(t, cat["cp.modeNoInterval"], eval[string](b, `document.querySelector('#checkpoints .cp-mode-no-interval').textContent`), lang)

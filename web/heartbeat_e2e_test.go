@@ -118,15 +118,7 @@ func TestBrowserHeartbeatRuleFromTheSandboxForm(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	for _, lang := range []string{"en", "zh"} {
 		cat := catalogue(t, lang)
-		b := newBrowser(t)
-		if lang == "zh" {
-			b.run(chromedp.EmulateViewport(390, 844))
-		}
-		b.run(chromedp.Navigate(b.url+"/sandbox?lang="+lang), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
-		assert.Equal(t, cat["sandbox.heartbeatFlink"], eval[string](b, `document.querySelector('#heartbeatInterval option[value="200ms"]').textContent`), lang)
-		b.run(chromedp.SetValue(chromedp.CSS(`#heartbeatInterval`), "200ms"))
-		b.clickLive(`#sandbox-form button[type=submit]`)
-		b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+		b := startFromSandboxForm(t, lang, "heartbeatInterval", "200ms", "sandbox.heartbeatFlink")
 		hb := eval[map[string]any](b, `window.statelab.model.snap.job.heartbeat`)
 		require.Equal(t, 200e6, hb["interval"], "%s: the job got the form's heartbeat.interval", lang)
 		b.waitJS(60*time.Second, "every subtask running", jsAllRunning)
@@ -141,4 +133,22 @@ func TestBrowserHeartbeatRuleFromTheSandboxForm(t *testing.T) {
 		b.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('explain-body').scrollIntoView({block: 'start'})`))
 		b.shot("heartbeat-rule-" + lang)
 	}
+}
+
+// startFromSandboxForm opens the sandbox form in lang (English at the
+// browser's laptop width, Chinese on a 390×844 phone), checks that the
+// select field offers value under the catalogue's label labelKey, picks it
+// as a person does, starts the job and waits for the live view.
+func startFromSandboxForm(t *testing.T, lang, field, value, labelKey string) *browserEnv {
+	t.Helper()
+	b := newBrowser(t)
+	if lang == "zh" {
+		b.run(chromedp.EmulateViewport(390, 844))
+	}
+	b.run(chromedp.Navigate(b.url+"/sandbox?lang="+lang), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
+	assert.Equal(t, catalogue(t, lang)[labelKey], eval[string](b, fmt.Sprintf(`document.querySelector('#%s option[value=%q]').textContent`, field, value)), lang)
+	b.run(chromedp.SetValue(chromedp.CSS("#"+field), value))
+	b.clickLive(`#sandbox-form button[type=submit]`)
+	b.waitJS(20*time.Second, "the live view", `document.getElementById('workspace')?.dataset.ready === 'true'`)
+	return b
 }
