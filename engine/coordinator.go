@@ -108,16 +108,20 @@ func (c *core) periodicCheckpoint() {
 	}
 	pending := c.coord.pendingList()
 	_, n := c.coord.queuedCounts()
-	oldest := pending[0].id
-	why := fmt.Sprintf("%d checkpoints are still pending", len(pending))
+	c.publish(Event{Kind: EvPeriodicCheckpointQueued, Checkpoint: pending[0].id, Value: int64(max), Records: n,
+		Message: fmt.Sprintf("periodic checkpoint request queued: %s and max-concurrent-checkpoints is %d; %d periodic request(s) wait, each starts when a pending checkpoint ends", stillPending(pending), max, n)})
+}
+
+// stillPending says which checkpoints are pending, for a queued request's
+// event: "checkpoint 4 is still pending", "checkpoints 4 and 5 are …".
+func stillPending(pending []*pendingCheckpoint) string {
 	switch len(pending) {
 	case 1:
-		why = fmt.Sprintf("checkpoint %d is still pending", oldest)
+		return fmt.Sprintf("checkpoint %d is still pending", pending[0].id)
 	case 2:
-		why = fmt.Sprintf("checkpoints %d and %d are still pending", pending[0].id, pending[1].id)
+		return fmt.Sprintf("checkpoints %d and %d are still pending", pending[0].id, pending[1].id)
 	}
-	c.publish(Event{Kind: EvPeriodicCheckpointQueued, Checkpoint: oldest, Value: int64(max), Records: n,
-		Message: fmt.Sprintf("periodic checkpoint request queued: %s and max-concurrent-checkpoints is %d; %d periodic request(s) wait, each starts when a pending checkpoint ends", why, max, n)})
+	return fmt.Sprintf("%d checkpoints are still pending", len(pending))
 }
 
 // queuedCounts is how many queued requests were asked for by hand and how
@@ -199,14 +203,11 @@ func (c *core) requestCheckpoint() error {
 		// this one have not started yet: they go first.
 		msg = fmt.Sprintf("checkpoint requested: %d request(s) asked for before it start first; it starts right after them", ahead)
 	default:
-		why, when := fmt.Sprintf("%d checkpoints are still pending", len(pending)), "when one of them ends"
-		switch len(pending) {
-		case 1:
-			why, when = fmt.Sprintf("checkpoint %d is still pending", oldest), fmt.Sprintf("when %d ends", oldest)
-		case 2:
-			why = fmt.Sprintf("checkpoints %d and %d are still pending", pending[0].id, pending[1].id)
+		when := "when one of them ends"
+		if len(pending) == 1 {
+			when = fmt.Sprintf("when %d ends", oldest)
 		}
-		msg = fmt.Sprintf("checkpoint requested: %s and max-concurrent-checkpoints is %d; it starts %s", why, max, when)
+		msg = fmt.Sprintf("checkpoint requested: %s and max-concurrent-checkpoints is %d; it starts %s", stillPending(pending), max, when)
 		if ahead > 0 {
 			msg += fmt.Sprintf(", after the %d request(s) asked for before it", ahead)
 		}
