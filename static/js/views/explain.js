@@ -215,9 +215,8 @@ export class ExplainView {
               this.step(t(hb.rpcFailureThreshold > 0 ? 'explain.tmLost.heartbeatRule' : 'explain.tmLost.heartbeatTimeoutOnly', args));
               // A subtask elsewhere reading from a lost one over the network
               // fails first on Flink (its connection closes); not modelled.
-              const tmOf = new Map();
-              for (const op of snap.job.operators) for (const st of op.subtasks) tmOf.set(st.name, st.taskManager);
-              const readers = [...new Set((snap.channels || []).filter((ch) => names.has(ch.from) && tmOf.get(ch.to) && tmOf.get(ch.to) !== e.taskManager).map((ch) => ch.to))];
+              const tmOf = (name) => this.model.tasks.get(name)?.st.taskManager;
+              const readers = [...new Set((snap.channels || []).filter((ch) => names.has(ch.from) && tmOf(ch.to) && tmOf(ch.to) !== e.taskManager).map((ch) => ch.to))];
               if (readers.length) this.step(t('explain.simplified.heartbeatNetwork', { readers: readers.join(', ') }), 'simplified');
             } else {
               this.step(t('explain.simplified.heartbeat'), 'simplified');
