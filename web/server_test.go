@@ -297,6 +297,12 @@ func TestSlowClientIsDroppedOthersContinue(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	sawAfter := make(chan struct{})
+	// read gets a token each time the fast client has read an events frame:
+	// the publisher below waits for it, so the fast client is never more
+	// than a frame behind and only the slow one can fill its send buffer.
+	// (Without this pacing a fast client slowed by -race on a busy machine
+	// could be the one dropped, and then never read "after".)
+	read := make(chan struct{}, 1)
 	go func() { // the fast client keeps reading
 		for {
 			select {
@@ -312,6 +318,10 @@ func TestSlowClientIsDroppedOthersContinue(t *testing.T) {
 			if m["type"] != "events" {
 				continue
 			}
+			select {
+			case read <- struct{}{}:
+			default:
+			}
 			for _, e := range m["events"].([]any) {
 				if e.(map[string]any)["message"] == "after" {
 					close(sawAfter)
@@ -325,9 +335,13 @@ func TestSlowClientIsDroppedOthersContinue(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for ts.srv.Stats().DroppedClients == 0 && time.Now().Before(deadline) {
 		eng.publish(engine.Event{Kind: engine.EvCommand, Message: big})
-		time.Sleep(2 * time.Millisecond) // the publisher's pace; the loop waits on the drop
+		select { // the fast client's pace
+		case <-read:
+		case <-time.After(5 * time.Second):
+		}
 	}
 	require.EqualValues(t, 1, ts.srv.Stats().DroppedClients, "the slow client is dropped")
+	require.Equal(t, 1, ts.srv.Stats().Clients, "the fast client is still connected")
 	// The fast one still gets events after the drop: publish until it has
 	// read one of them.
 	tick := time.NewTicker(5 * time.Millisecond)
