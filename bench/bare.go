@@ -1,12 +1,18 @@
 package bench
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/statelab/statelab/rescale"
+	"github.com/statelab/statelab/state"
 )
 
 // BatchSize is how many records a bare pipeline puts in one channel send. It
@@ -161,14 +167,159 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 		return BareWordCountResult{}, fmt.Errorf("bench: bare word count: %w", err)
 	}
 	ranges := rescale.KeyGroupRanges(maxParallelism, parallelism)
+	maps := make([][]map[string]int64, parallelism)
+	res, err := runBareStages(lines, parallelism, maxParallelism, func(d int, in <-chan *recordBatch, toSink chan<- *sinkBatch) error {
+		r := ranges[d]
+		groups := make([]map[string]int64, r.Len())
+		out := sinkPool.Get().(*sinkBatch)
+		for b := range in {
+			for _, rec := range b.recs {
+				m := groups[rec.kg-r.Start]
+				if m == nil {
+					m = make(map[string]int64)
+					groups[rec.kg-r.Start] = m
+				}
+				n := m[rec.word] + 1
+				m[rec.word] = n
+				out.recs = append(out.recs, sinkRecord{word: rec.word, count: n})
+				if len(out.recs) == BatchSize {
+					toSink <- out
+					out = sinkPool.Get().(*sinkBatch)
+				}
+			}
+			b.recs = b.recs[:0]
+			batchPool.Put(b)
+		}
+		if len(out.recs) > 0 {
+			toSink <- out
+		}
+		maps[d] = groups
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("bench: bare word count: %w", err)
+	}
+	res.Counts = make(map[string]int64)
+	for _, groups := range maps {
+		for _, m := range groups {
+			for k, v := range m {
+				res.Counts[k] += v
+			}
+		}
+	}
+	return res, nil
+}
+
+// RunBareWordCountPebble is RunBareWordCount with the count stage's state in
+// Pebble, the floor of the engine's word count on the pebble backend: counter
+// d has a database of its own under dir, opened before the clock starts with
+// the options every pebble backend runs with (state.OpenBarePebble), and for
+// each word does a Get and a Set of its 8-byte count in StateLab's key layout
+// (key group first), as the backend's ValueState does. Everything else —
+// sources, tokenizers, routing by key group, sinks keeping every (word,
+// count) — is the bare word count's. Against this floor the engine's ratio
+// is its own overhead; CountWithBarePebbleParallel, which gets the words
+// split by owner and runs no other stage, is the lower floor of Pebble alone.
+func RunBareWordCountPebble(lines []string, parallelism, maxParallelism int, dir string) (BareWordCountResult, error) {
+	if err := rescale.CheckParallelism(parallelism, maxParallelism); err != nil {
+		return BareWordCountResult{}, fmt.Errorf("bench: bare word count on pebble: %w", err)
+	}
+	dbs := make([]*pebble.DB, parallelism)
+	defer func() {
+		for _, db := range dbs {
+			if db != nil {
+				db.Close()
+			}
+		}
+	}()
+	for i := range dbs {
+		db, err := state.OpenBarePebble(filepath.Join(dir, fmt.Sprint(i)))
+		if err != nil {
+			return BareWordCountResult{}, fmt.Errorf("bench: bare word count on pebble: %w", err)
+		}
+		dbs[i] = db
+	}
+	res, err := runBareStages(lines, parallelism, maxParallelism, func(d int, in <-chan *recordBatch, toSink chan<- *sinkBatch) error {
+		db := dbs[d]
+		var key []byte
+		var val [8]byte
+		out := sinkPool.Get().(*sinkBatch)
+		var failed error
+		for b := range in {
+			for _, rec := range b.recs {
+				if failed != nil {
+					break // drain the edge so the tokenizers finish
+				}
+				key = encodeStateKey(key[:0], rec.kg, rec.word)
+				var n uint64
+				got, closer, err := db.Get(key)
+				switch {
+				case err == nil:
+					n = binary.BigEndian.Uint64(got)
+					closer.Close()
+				case errors.Is(err, pebble.ErrNotFound):
+				default:
+					failed = err
+					continue
+				}
+				n++
+				binary.BigEndian.PutUint64(val[:], n)
+				if err := db.Set(key, val[:], pebble.NoSync); err != nil {
+					failed = err
+					continue
+				}
+				out.recs = append(out.recs, sinkRecord{word: rec.word, count: int64(n)})
+				if len(out.recs) == BatchSize {
+					toSink <- out
+					out = sinkPool.Get().(*sinkBatch)
+				}
+			}
+			b.recs = b.recs[:0]
+			batchPool.Put(b)
+		}
+		if len(out.recs) > 0 {
+			toSink <- out
+		}
+		return failed
+	})
+	if err != nil {
+		return res, fmt.Errorf("bench: bare word count on pebble: %w", err)
+	}
+	res.Counts = make(map[string]int64)
+	for _, db := range dbs {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			return res, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			w, err := decodeStateKey(it.Key())
+			if err != nil {
+				it.Close()
+				return res, err
+			}
+			res.Counts[w] = int64(binary.BigEndian.Uint64(it.Value()))
+		}
+		if err := it.Close(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// runBareStages runs the bare word count's stages around count, which is
+// counter d's whole loop: it reads its edge until the edge is closed and
+// sends what it emits to its sink. The clock runs from the first source
+// record to the last sink record; the result has Elapsed, CPU and
+// SinkRecords, the caller fills in Counts.
+func runBareStages(lines []string, parallelism, maxParallelism int, count func(d int, in <-chan *recordBatch, out chan<- *sinkBatch) error) (BareWordCountResult, error) {
 	toCount := make([]chan *recordBatch, parallelism)
 	toSink := make([]chan *sinkBatch, parallelism)
 	for i := range parallelism {
 		toCount[i] = make(chan *recordBatch, 16)
 		toSink[i] = make(chan *sinkBatch, 16)
 	}
-	maps := make([][]map[string]int64, parallelism)
 	sunk := make([][][]sinkRecord, parallelism)
+	errs := make([]error, parallelism)
 
 	settle()
 	start, cpu0 := time.Now(), processCPU()
@@ -197,31 +348,7 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 		go func() {
 			defer counters.Done()
 			defer close(toSink[d])
-			r := ranges[d]
-			groups := make([]map[string]int64, r.Len())
-			out := sinkPool.Get().(*sinkBatch)
-			for b := range toCount[d] {
-				for _, rec := range b.recs {
-					m := groups[rec.kg-r.Start]
-					if m == nil {
-						m = make(map[string]int64)
-						groups[rec.kg-r.Start] = m
-					}
-					n := m[rec.word] + 1
-					m[rec.word] = n
-					out.recs = append(out.recs, sinkRecord{word: rec.word, count: n})
-					if len(out.recs) == BatchSize {
-						toSink[d] <- out
-						out = sinkPool.Get().(*sinkBatch)
-					}
-				}
-				b.recs = b.recs[:0]
-				batchPool.Put(b)
-			}
-			if len(out.recs) > 0 {
-				toSink[d] <- out
-			}
-			maps[d] = groups
+			errs[d] = count(d, toCount[d], toSink[d])
 		}()
 	}
 	toTokenizer := make([]chan *lineBatch, parallelism)
@@ -284,22 +411,13 @@ func RunBareWordCount(lines []string, parallelism, maxParallelism int) (BareWord
 	}
 	counters.Wait()
 	sinks.Wait()
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
-
-	res := BareWordCountResult{Counts: make(map[string]int64), Elapsed: elapsed, CPU: cpu}
-	for _, groups := range maps {
-		for _, m := range groups {
-			for k, v := range m {
-				res.Counts[k] += v
-			}
-		}
-	}
+	res := BareWordCountResult{Elapsed: time.Since(start), CPU: processCPU() - cpu0}
 	for _, chunks := range sunk {
 		for _, c := range chunks {
 			res.SinkRecords += len(c)
 		}
 	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
 
 // words yields the words of line, lower-cased, split on ASCII white space,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -149,7 +150,14 @@ func TestRunOnTinySizes(t *testing.T) {
 	// One slope per plotted series: checkpoint bytes 2, time 2, rescale time 2, bytes 3.
 	assert.Equal(t, 9, groups[GroupScaling])
 	if EngineAvailable() {
-		assert.Equal(t, 3*2, groups[GroupWordCount], "memory vs two baselines and pebble at each of 2 parallelisms")
+		assert.Equal(t, 4*2, groups[GroupWordCount], "memory and pebble, each vs two baselines, at each of 2 parallelisms")
+		// Each backend's target is against the bare word count of the same
+		// stages, not against the floor without them.
+		for _, c := range rep.Cases {
+			if c.Group == GroupWordCount && c.Target != nil {
+				assert.Contains(t, c.Baseline, "bare word count", c.Name)
+			}
+		}
 		// The cases with a target (memory and Pebble, each against its own
 		// floor) give the ratio per CPU second beside the wall clock's.
 		for _, c := range rep.Cases {
@@ -199,6 +207,28 @@ func TestBareWordCountRunsTheSameStages(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, DiffCounts(res.Counts, Count(words)))
 	assert.Equal(t, len(words), res.SinkRecords)
+}
+
+func TestBareWordCountOnPebbleRunsTheSameStages(t *testing.T) {
+	lines := []string{"Flink  state", "state\tkey GROUP", "", "key"}
+	want := map[string]int64{"flink": 1, "state": 2, "key": 2, "group": 1}
+	for _, p := range []int{1, 2, 3} {
+		res, err := RunBareWordCountPebble(lines, p, 128, t.TempDir())
+		require.NoError(t, err)
+		assert.Equal(t, want, res.Counts, "p=%d", p)
+		assert.Equal(t, 6, res.SinkRecords, "one running count per word")
+	}
+	words := Workload{Seed: 9, Records: 5_000, Keys: 300}.Words()
+	res, err := RunBareWordCountPebble(words, 2, 128, t.TempDir())
+	require.NoError(t, err)
+	assert.NoError(t, DiffCounts(res.Counts, Count(words)))
+	assert.Equal(t, len(words), res.SinkRecords)
+	assert.Positive(t, res.CPU, "the CPU of the timed window is measured")
+	// A directory Pebble cannot open is an error naming the bare run.
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	_, err = RunBareWordCountPebble(words, 1, 128, file)
+	assert.ErrorContains(t, err, "bare word count on pebble")
 }
 
 func TestBarePebbleParallelCountsLikeTheGroundTruth(t *testing.T) {

@@ -157,6 +157,15 @@ func openPebble(fsys FileSystem, dir string, l *slog.Logger, readOnly bool) (*pe
 	return pebble.Open(dir, opts)
 }
 
+// OpenBarePebble opens a Pebble database in dir on the OS disk with the
+// options and the cache every pebble backend opens its own with, outside
+// any backend: no key layout, no states, no checkpoints. It is for the
+// benchmarks' bare baselines, so that the backend is compared with Pebble
+// as the backend runs it, not with Pebble's defaults.
+func OpenBarePebble(dir string) (*pebble.DB, error) {
+	return openPebble(nil, dir, nil, false)
+}
+
 // prepareDir makes dir if needed and refuses one with files in it, so a
 // backend never mixes its files with someone else's.
 func prepareDir(fsys FileSystem, dir string) error {
