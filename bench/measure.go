@@ -40,13 +40,22 @@ func CaseKey(c Case) string { return c.Group + "/" + c.Name }
 
 // SetPrevious records prev's ratios in r as the run r is shown beside. A
 // report is never its own previous run (same start time), so re-rendering
-// a bench.json into the directory it came from keeps the run before it.
+// a bench.json into the directory it came from keeps the run before it. A
+// case whose baseline changed between the runs gets no previous ratio: the
+// two ratios measure against different things.
 func SetPrevious(r, prev *Report) {
 	if prev == nil || prev.Started.Equal(r.Started) {
 		return
 	}
+	baseline := make(map[string]string, len(r.Cases))
+	for _, c := range r.Cases {
+		baseline[CaseKey(c)] = c.Baseline
+	}
 	p := &PreviousRun{Started: prev.Started, Ratios: map[string]float64{}}
 	for _, c := range prev.Cases {
+		if b, ok := baseline[CaseKey(c)]; ok && b != c.Baseline {
+			continue
+		}
 		if c.Ratio > 0 {
 			p.Ratios[CaseKey(c)] = c.Ratio
 		}

@@ -51,3 +51,32 @@ func TestRatioChartShowsThePreviousRun(t *testing.T) {
 	require.NotNil(t, again.Previous)
 	assert.True(t, again.Previous.Started.Equal(t0), "kept the run before it, not itself")
 }
+
+// A case measured against another baseline than in the run before it has no
+// previous ratio: "was 0.85x" against Pebble alone says nothing about a
+// ratio against the same four stages on Pebble. Cases whose baseline stayed
+// keep theirs.
+func TestPreviousRatioOnlyAgainstTheSameBaseline(t *testing.T) {
+	mk := func(started time.Time, pebbleBaseline string) *Report {
+		r := &Report{Schema: ReportSchema, Started: started}
+		for _, c := range []Case{
+			{Group: GroupWordCount, Name: "engine word count, memory, p=4", Baseline: "bare word count, p=4", Value: 66, BaselineValue: 100},
+			{Group: GroupWordCount, Name: "engine word count, pebble, p=4", Baseline: pebbleBaseline, Value: 88, BaselineValue: 100},
+		} {
+			c.Metric, c.HigherIsBetter = MetricRecordsPerSecond, true
+			c.finish()
+			r.Cases = append(r.Cases, c)
+		}
+		return r
+	}
+	t0 := time.Date(2026, 12, 2, 22, 18, 0, 0, time.UTC)
+	prev := mk(t0, "bare Pebble Get+Set, WAL off, 4 DB(s) in parallel")
+	same := mk(t0.Add(time.Hour), "bare Pebble Get+Set, WAL off, 4 DB(s) in parallel")
+	SetPrevious(same, prev)
+	assert.Len(t, same.Previous.Ratios, 2, "both baselines unchanged")
+	changed := mk(t0.Add(time.Hour), "bare word count on Pebble, p=4")
+	SetPrevious(changed, prev)
+	require.NotNil(t, changed.Previous)
+	assert.Contains(t, changed.Previous.Ratios, "wordcount/engine word count, memory, p=4")
+	assert.NotContains(t, changed.Previous.Ratios, "wordcount/engine word count, pebble, p=4")
+}
