@@ -199,6 +199,16 @@ type Subscription struct {
 // directEvents is the capacity of a Subscription's channel.
 const directEvents = 128
 
+// Pending is how many events wait for the subscriber: in C, and queued
+// behind it on their way in. It never misses one; while an event moves
+// from the queue into C it may count it twice for a moment, so a caller
+// waiting for zero polls rather than blocks on C.
+func (s *Subscription) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.c) + len(s.queue)
+}
+
 // Dropped is how many events this subscriber missed.
 func (s *Subscription) Dropped() int64 { return s.dropped.Load() }
 

@@ -52,6 +52,31 @@ func TestSubscriptionBufferIsABoundNotAnAllocation(t *testing.T) {
 	sub.mu.Unlock()
 }
 
+// TestSubscriptionPendingCountsTheQueue: Pending counts the events in C and
+// those queued behind it, so a subscriber that must take everything
+// published so far (the web session before a seek) knows when it has.
+func TestSubscriptionPendingCountsTheQueue(t *testing.T) {
+	b := newBus()
+	sub := b.subscribe(1000)
+	defer sub.Close()
+	assert.Zero(t, sub.Pending())
+	for i := range 300 { // more than the channel holds
+		b.publish(Event{Kind: EvCommand, Value: int64(i)})
+	}
+	assert.Equal(t, 300, sub.Pending())
+	for i := range 300 {
+		require.EqualValues(t, i, recv(t, sub).Value)
+		// Never fewer than are left (an event on its way from the queue
+		// into C may count twice for a moment).
+		require.GreaterOrEqual(t, sub.Pending(), 300-i-1, "after %d taken", i+1)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for sub.Pending() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	assert.Zero(t, sub.Pending(), "all taken")
+}
+
 // TestSubscriptionSmallBufferDrops: a buffer smaller than the channel's
 // capacity bounds what waits just the same.
 func TestSubscriptionSmallBufferDrops(t *testing.T) {

@@ -97,6 +97,7 @@ type engineSub struct{ s *engine.Subscription }
 
 func (s engineSub) Events() <-chan engine.Event { return s.s.C }
 func (s engineSub) Dropped() int64              { return s.s.Dropped() }
+func (s engineSub) Pending() int                { return s.s.Pending() }
 func (s engineSub) Close()                      { s.s.Close() }
 
 // driverEngine runs a job on one of the engine's drivers: exactly one of st

@@ -56,6 +56,9 @@ type Session struct {
 
 	joins chan *client
 	swaps chan swapReq
+	// syncs asks the pump to take every event its subscription already
+	// holds (drainEvents).
+	syncs chan chan struct{}
 	// rebuffer asks the pump to subscribe again with this buffer (idle.go).
 	rebuffer chan int
 	resync   chan struct{}
@@ -126,7 +129,7 @@ func (srv *Server) startSession(kind, template string, run RunConfig) (*Session,
 	s := &Session{
 		ID: id, Kind: kind, Template: template, Created: time.Now(),
 		srv: srv, run: run, eng: eng,
-		joins: make(chan *client), swaps: make(chan swapReq), resync: make(chan struct{}, 1), rebuffer: make(chan int, 1),
+		joins: make(chan *client), swaps: make(chan swapReq), syncs: make(chan chan struct{}), resync: make(chan struct{}, 1), rebuffer: make(chan int, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}),
 	}
 	s.touch()
@@ -268,6 +271,14 @@ func (s *Session) pump() {
 		}
 		return frame
 	}
+	take := func(e engine.Event) {
+		co.add(e)
+		s.observe(e)
+		activity = true
+		if structural[string(e.Kind)] {
+			needSnap = true
+		}
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -277,12 +288,12 @@ func (s *Session) pump() {
 				subChan = nil
 				continue
 			}
-			co.add(e)
-			s.observe(e)
-			activity = true
-			if structural[string(e.Kind)] {
-				needSnap = true
+			take(e)
+		case done := <-s.syncs:
+			if subChan != nil && drainHeld(sub, subChan, take) {
+				subChan = nil
 			}
+			close(done)
 		case <-tick.C:
 			flush()
 			s.maybeBroadcastTimeline()
@@ -525,6 +536,63 @@ func (s *Session) reset(cmd *Command) *protoError {
 	}
 	s.srv.log.Info("session reset", "session", s.ID, "driver", run.Driver, "seed", run.Spec.Seed)
 	return nil
+}
+
+// drainHeld takes the events sub held when called — in its channel and
+// queued behind it — and no more, so a running engine cannot keep it
+// going; it reports whether the channel closed. A subscription that cannot
+// say what it holds gives what its channel has.
+func drainHeld(sub Subscription, c <-chan engine.Event, take func(engine.Event)) (closed bool) {
+	p, counts := sub.(interface{ Pending() int })
+	held := len(c)
+	if counts {
+		held = p.Pending()
+	}
+	for taken := 0; taken < held; {
+		select {
+		case e, ok := <-c:
+			if !ok {
+				return true
+			}
+			take(e)
+			taken++
+			continue
+		default:
+		}
+		// The channel is empty: the rest is on its way in from the queue,
+		// unless Pending counted an event twice as it moved (it may, for
+		// a moment): poll.
+		if !counts || p.Pending() == 0 {
+			return false
+		}
+		select {
+		case e, ok := <-c:
+			if !ok {
+				return true
+			}
+			take(e)
+			taken++
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return false
+}
+
+// drainEvents returns once the pump has taken every event the engine had
+// published when it was called: a seek calls it on the paused present
+// before its review begins, since from then on the pump counts what it
+// reads as the replayed view's, so a crash the learner made just before
+// would otherwise never get its mark on the timeline.
+func (s *Session) drainEvents() {
+	done := make(chan struct{})
+	select {
+	case s.syncs <- done:
+		select {
+		case <-done:
+		case <-s.done:
+		}
+	case <-s.done:
+	}
 }
 
 func (s *Session) swap(eng Engine) {

@@ -367,6 +367,7 @@ func (s *Session) seek(target int64) *protoError {
 		if err := head.Pause(); err != nil {
 			return engineError(CmdSeek, err)
 		}
+		s.drainEvents() // the present's last markers, before the review hides its events
 		snap := head.Snapshot()
 		if target >= snap.Step {
 			s.requestSnapshot()
@@ -650,6 +651,7 @@ func (s *Session) fork(c *client, cmd *Command) *protoError {
 		if !ok {
 			return perr(CodeRefused, "fork: this engine cannot be copied")
 		}
+		s.drainEvents() // the markers up to the step copied
 		snap := head.Snapshot()
 		step, playing = snap.Step, !snap.Paused
 		if target >= 0 && target < snap.Step {
