@@ -114,20 +114,10 @@ func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir stri
 		i := rescale.OperatorIndexForKeyGroup(maxParallelism, p, kg)
 		share[i] = append(share[i], keyed{w, kg})
 	}
-	dbs := make([]*pebble.DB, p)
-	defer func() {
-		for _, db := range dbs {
-			if db != nil {
-				db.Close()
-			}
-		}
-	}()
-	for i := range dbs {
-		db, err := openScratchPebble(filepath.Join(dir, fmt.Sprint(i)))
-		if err != nil {
-			return CountResult{}, err
-		}
-		dbs[i] = db
+	dbs, err := openPebbles(dir, p, openScratchPebble)
+	defer closePebbles(dbs)
+	if err != nil {
+		return CountResult{}, err
 	}
 	errs := make([]error, p)
 	var wg sync.WaitGroup
@@ -141,19 +131,7 @@ func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir stri
 			var val [8]byte
 			for _, r := range share[i] {
 				key = encodeStateKey(key[:0], r.kg, r.word)
-				var n uint64
-				got, closer, err := dbs[i].Get(key)
-				switch {
-				case err == nil:
-					n = binary.BigEndian.Uint64(got)
-					closer.Close()
-				case errors.Is(err, pebble.ErrNotFound):
-				default:
-					errs[i] = err
-					return
-				}
-				binary.BigEndian.PutUint64(val[:], n+1)
-				if err := dbs[i].Set(key, val[:], pebble.NoSync); err != nil {
+				if _, err := incrementCount(dbs[i], key, &val); err != nil {
 					errs[i] = err
 					return
 				}
@@ -165,25 +143,79 @@ func CountWithBarePebbleParallel(words []string, p, maxParallelism int, dir stri
 	if err := errors.Join(errs...); err != nil {
 		return CountResult{}, fmt.Errorf("bench: bare pebble: %w", err)
 	}
+	counts, err := readPebbleCounts(dbs)
+	if err != nil {
+		return CountResult{}, err
+	}
+	return CountResult{Counts: counts, Elapsed: elapsed, CPU: cpu}, nil
+}
+
+// incrementCount is a bare keyed count's state access on Pebble: Get the
+// 8-byte big-endian count under key (none is 0), Set it one higher, as the
+// backend's ValueState.Value and Update do; it returns the new count.
+func incrementCount(db *pebble.DB, key []byte, val *[8]byte) (uint64, error) {
+	var n uint64
+	got, closer, err := db.Get(key)
+	switch {
+	case err == nil:
+		n = binary.BigEndian.Uint64(got)
+		closer.Close()
+	case errors.Is(err, pebble.ErrNotFound):
+	default:
+		return 0, fmt.Errorf("pebble get: %w", err)
+	}
+	n++
+	binary.BigEndian.PutUint64(val[:], n)
+	if err := db.Set(key, val[:], pebble.NoSync); err != nil {
+		return 0, fmt.Errorf("pebble set: %w", err)
+	}
+	return n, nil
+}
+
+// openPebbles opens one database per subtask, dir/0 … dir/p-1, with open.
+// On an error the ones opened are in the slice for closePebbles.
+func openPebbles(dir string, p int, open func(dir string) (*pebble.DB, error)) ([]*pebble.DB, error) {
+	dbs := make([]*pebble.DB, p)
+	for i := range dbs {
+		db, err := open(filepath.Join(dir, fmt.Sprint(i)))
+		if err != nil {
+			return dbs, err
+		}
+		dbs[i] = db
+	}
+	return dbs, nil
+}
+
+func closePebbles(dbs []*pebble.DB) {
+	for _, db := range dbs {
+		if db != nil {
+			db.Close()
+		}
+	}
+}
+
+// readPebbleCounts reads every word's count back from databases written
+// in StateLab's key layout (encodeStateKey) with 8-byte big-endian counts.
+func readPebbleCounts(dbs []*pebble.DB) (map[string]int64, error) {
 	counts := make(map[string]int64)
 	for _, db := range dbs {
 		it, err := db.NewIter(nil)
 		if err != nil {
-			return CountResult{}, err
+			return nil, err
 		}
 		for it.First(); it.Valid(); it.Next() {
 			w, err := decodeStateKey(it.Key())
 			if err != nil {
 				it.Close()
-				return CountResult{}, err
+				return nil, err
 			}
 			counts[w] = int64(binary.BigEndian.Uint64(it.Value()))
 		}
 		if err := it.Close(); err != nil {
-			return CountResult{}, err
+			return nil, err
 		}
 	}
-	return CountResult{Counts: counts, Elapsed: elapsed, CPU: cpu}, nil
+	return counts, nil
 }
 
 // CountWithBarePebble is the floor of the pebble backend: Pebble opened with
@@ -205,19 +237,8 @@ func CountWithBarePebble(words []string, dir string) (CountResult, error) {
 	start := time.Now()
 	for _, w := range words {
 		key = append(key[:0], w...)
-		var n uint64
-		got, closer, err := db.Get(key)
-		switch {
-		case err == nil:
-			n = binary.BigEndian.Uint64(got)
-			closer.Close()
-		case errors.Is(err, pebble.ErrNotFound):
-		default:
-			return CountResult{}, fmt.Errorf("bench: pebble get %q: %w", w, err)
-		}
-		binary.BigEndian.PutUint64(val[:], n+1)
-		if err := db.Set(key, val[:], pebble.NoSync); err != nil {
-			return CountResult{}, fmt.Errorf("bench: pebble set %q: %w", w, err)
+		if _, err := incrementCount(db, key, &val); err != nil {
+			return CountResult{}, fmt.Errorf("bench: %q: %w", w, err)
 		}
 	}
 	elapsed := time.Since(start)

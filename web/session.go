@@ -549,21 +549,15 @@ func drainHeld(sub Subscription, c <-chan engine.Event, take func(engine.Event))
 		held = p.Pending()
 	}
 	for taken := 0; taken < held; {
-		select {
-		case e, ok := <-c:
-			if !ok {
-				return true
+		var wait <-chan time.Time // nil while the channel has events
+		if len(c) == 0 {
+			// The rest is on its way in from the queue, unless Pending
+			// counted an event twice as it moved (it may, for a moment):
+			// poll.
+			if !counts || p.Pending() == 0 {
+				return false
 			}
-			take(e)
-			taken++
-			continue
-		default:
-		}
-		// The channel is empty: the rest is on its way in from the queue,
-		// unless Pending counted an event twice as it moved (it may, for
-		// a moment): poll.
-		if !counts || p.Pending() == 0 {
-			return false
+			wait = time.After(time.Millisecond)
 		}
 		select {
 		case e, ok := <-c:
@@ -572,7 +566,7 @@ func drainHeld(sub Subscription, c <-chan engine.Event, take func(engine.Event))
 			}
 			take(e)
 			taken++
-		case <-time.After(time.Millisecond):
+		case <-wait:
 		}
 	}
 	return false
