@@ -21,7 +21,7 @@ func TestBrowserNoIntervalSaysBarriersAreNotAligned(t *testing.T) {
 	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
 	for _, lang := range []string{"en", "zh"} {
 		cat := catalogue(t, lang)
-		b := startFromSandboxForm(t, lang, "interval", "0s", "sandbox.intervalOff")
+		b := startFromSandboxForm(t, lang, "interval", "0s", "sandbox.intervalOffShort")
 		require.True(t, eval[bool](b, `window.statelab.model.snap.checkpoints.modeNoInterval === true`), "%s: the job asks for exactly-once without an interval", lang)
 		b.waitJS(10*time.Second, "the panel's note", `document.querySelector('#checkpoints .cp-mode-no-interval') !== null`)
 		assert.Equal(t, cat["cp.modeNoInterval"], eval[string](b, `document.querySelector('#checkpoints .cp-mode-no-interval').textContent`), lang)

@@ -77,3 +77,53 @@ func TestBrowserSandboxFormSetsTTLAndTimeDomain(t *testing.T) {
 	}
 	b.shot("ttl-expired-entry")
 }
+
+// jsSelectLabelsCut lists the options of the sandbox form's visible selects
+// whose text does not fit the closed select (a phone shows the chosen
+// option cut off, with no way to read the rest but opening the list).
+const jsSelectLabelsCut = `(() => {
+  const ctx = document.createElement('canvas').getContext('2d'), cut = [];
+  for (const s of document.querySelectorAll('#sandbox-form select')) {
+    if (s.offsetParent === null) continue;
+    const cs = getComputedStyle(s);
+    ctx.font = cs.font;
+    // The closed select's arrow takes about 20 px beside the padding.
+    const room = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+    for (const o of s.options) {
+      const w = ctx.measureText(o.text).width;
+      if (w > room) cut.push(s.id + ': "' + o.text + '" ' + Math.round(w) + ' px in ' + Math.round(room) + ' px');
+    }
+  }
+  return cut; })()`
+
+// On a phone, in both languages, every choice of the sandbox form's
+// selects reads whole when chosen: the TTL details, the heartbeat rule, the
+// time domain (the alerts job shows them all once a TTL is set).
+func TestBrowserSandboxFormChoicesFitOnAPhone(t *testing.T) {
+	t.Parallel() // a tab of its own beside another test's (see sharedBrowser)
+	b := newBrowser(t)
+	b.run(chromedp.EmulateViewport(390, 844))
+	for _, lang := range []string{"en", "zh"} {
+		b.run(chromedp.Navigate(b.url+"/sandbox?lang="+lang), chromedp.WaitVisible(chromedp.CSS(`#sandbox-form`)))
+		b.clickLive(`input[name=template][value=alerts]`)
+		b.waitJS(5*time.Second, "the alerts job's fields", jsFieldShown("timeDomain")+` && `+jsFieldShown("ttl"))
+		b.run(chromedp.SetValue(chromedp.CSS(`#ttl`), "2s"))
+		b.waitJS(5*time.Second, "the TTL's details enabled",
+			`(document.getElementById('sandbox-form').dispatchEvent(new Event('change')), !document.getElementById('ttlStateVisibility').disabled)`)
+		assert.Empty(t, eval[[]string](b, jsSelectLabelsCut), "%s at 390 px: choices cut off when chosen", lang)
+		// The short label's whole sentence shows under the select while it
+		// is the chosen one, and goes when the choice says it all.
+		b.run(chromedp.SetValue(chromedp.CSS(`#backend`), "pebble"), chromedp.SetValue(chromedp.CSS(`#interval`), "0s"),
+			chromedp.SetValue(chromedp.CSS(`#ttlStateVisibility`), "ReturnExpiredIfNotCleanedUp"))
+		b.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('sandbox-form').dispatchEvent(new Event('change'))`))
+		assert.Contains(t, eval[string](b, `document.getElementById('backend-hint').textContent`), "EmbeddedRocksDBStateBackend", lang)
+		assert.Contains(t, eval[string](b, `document.getElementById('interval-hint').textContent`), "Flink", lang)
+		b.shot("sandbox-form-390-" + lang)
+		b.run(chromedp.SetValue(chromedp.CSS(`#interval`), "200ms"))
+		b.run(chromedp.Evaluate[chromedp.Void](`document.getElementById('sandbox-form').dispatchEvent(new Event('change'))`))
+		assert.True(t, eval[bool](b, `document.getElementById('interval-hint').hidden`), "%s: no hint for 200 ms", lang)
+		if lang == "zh" {
+			assert.Contains(t, eval[string](b, `document.getElementById('ttlStateVisibility-hint').textContent`), "尚未清理时仍返回")
+		}
+	}
+}

@@ -17,6 +17,13 @@ function sync(form) {
     const off = !on || (field.classList.contains('ttl-detail') && !ttl?.value);
     for (const input of field.querySelectorAll('input, select')) input.disabled = off;
   }
+  // A short option label on a phone; the whole sentence under the select.
+  for (const hint of form.querySelectorAll('[data-hint-for]')) {
+    const option = form.querySelector('#' + hint.dataset.hintFor)?.selectedOptions[0];
+    const full = option?.dataset.full || '';
+    hint.textContent = full !== option?.text ? full : '';
+    hint.hidden = hint.textContent === '';
+  }
   for (const card of form.querySelectorAll('.template-card')) {
     card.classList.toggle('chosen', card.querySelector('input[name="template"]').checked);
   }
