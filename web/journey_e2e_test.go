@@ -177,6 +177,9 @@ func (j *journey) fits(page string) {
 	if bad := eval[[]string](j.browserEnv, jsButtonsOverflow); len(bad) > 0 {
 		j.t.Errorf("%s: text runs past its button:\n  %s", page, strings.Join(bad, "\n  "))
 	}
+	if cut := eval[[]string](j.browserEnv, jsSelectLabelsCut("select")); len(cut) > 0 {
+		j.t.Errorf("%s: choices cut off when chosen:\n  %s", page, strings.Join(cut, "\n  "))
+	}
 }
 
 // axeViolation is one failed axe rule with a few of its nodes.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -78,12 +79,17 @@ func TestBrowserSandboxFormSetsTTLAndTimeDomain(t *testing.T) {
 	b.shot("ttl-expired-entry")
 }
 
-// jsSelectLabelsCut lists the options of the sandbox form's visible selects
-// whose text does not fit the closed select (a phone shows the chosen
-// option cut off, with no way to read the rest but opening the list).
-const jsSelectLabelsCut = `(() => {
+// jsSelectLabelsCut lists the options of the visible selects matched by
+// the CSS selector sel whose text does not fit the closed select (a phone
+// shows the chosen option cut off, with no way to read the rest but
+// opening the list).
+func jsSelectLabelsCut(sel string) string {
+	return strings.Replace(jsSelectLabelsCutIn, "SELECTS", sel, 1)
+}
+
+const jsSelectLabelsCutIn = `(() => {
   const ctx = document.createElement('canvas').getContext('2d'), cut = [];
-  for (const s of document.querySelectorAll('#sandbox-form select')) {
+  for (const s of document.querySelectorAll('SELECTS')) {
     if (s.offsetParent === null) continue;
     const cs = getComputedStyle(s);
     ctx.font = cs.font;
@@ -110,7 +116,7 @@ func TestBrowserSandboxFormChoicesFitOnAPhone(t *testing.T) {
 		b.run(chromedp.SetValue(chromedp.CSS(`#ttl`), "2s"))
 		b.waitJS(5*time.Second, "the TTL's details enabled",
 			`(document.getElementById('sandbox-form').dispatchEvent(new Event('change')), !document.getElementById('ttlStateVisibility').disabled)`)
-		assert.Empty(t, eval[[]string](b, jsSelectLabelsCut), "%s at 390 px: choices cut off when chosen", lang)
+		assert.Empty(t, eval[[]string](b, jsSelectLabelsCut(`#sandbox-form select`)), "%s at 390 px: choices cut off when chosen", lang)
 		// The short label's whole sentence shows under the select while it
 		// is the chosen one, and goes when the choice says it all.
 		b.run(chromedp.SetValue(chromedp.CSS(`#backend`), "pebble"), chromedp.SetValue(chromedp.CSS(`#interval`), "0s"),
