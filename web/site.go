@@ -49,6 +49,9 @@ var serverOnly = []struct {
 	{"/performance", "performance"},
 }
 
+// pebbleOption is the sandbox form's Pebble choice, with its attributes.
+var pebbleOption = regexp.MustCompile(`(<option value="pebble"[^>]*)>`)
+
 // SitePages renders every page of the static site, in every language.
 // localServer is the address of a local statelab serve the server-only
 // pages link to (e.g. http://127.0.0.1:8080).
@@ -81,7 +84,7 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 			}
 			if path == "/sandbox" {
 				// The browser build has no Pebble: the chooser says so.
-				html = bytes.Replace(html, []byte(`<option value="pebble">`), []byte(`<option value="pebble" disabled>(`+template.HTMLEscapeString(t("site.pebble.option"))+`) `), 1)
+				html = pebbleOption.ReplaceAll(html, []byte(`${1} disabled>(`+template.HTMLEscapeString(t("site.pebble.option"))+`) `))
 			}
 			out = append(out, SitePage{Path: langPath(lang.Code, path), HTML: siteHTML(html, lang.Code, langPath(lang.Code, path))})
 		}

@@ -127,7 +127,11 @@ function render(rep) {
   clear(opsEl);
   rep.operators.forEach((op, i) => opsEl.append(renderOperator(op, i)));
   clear(planOp);
-  rep.operators.forEach((op) => planOp.append(h('option', { value: op.id }, `${opLabel(op)} (${op.id})`)));
+  // A phone's closed select has room for about 30 characters: the name
+  // with the ID's first 8 hex digits (the whole ID is the option's title
+  // and in the report's table).
+  rep.operators.forEach((op) => planOp.append(h('option', { value: op.id, title: op.id },
+    op.name || op.uid ? `${opLabel(op)} (${op.id.slice(0, 8)}…)` : opLabel(op))));
   const stateful = rep.operators.find((op) => op.stateBytes > 0);
   if (stateful) planOp.value = stateful.id;
   planPanel.hidden = rep.operators.length === 0;
