@@ -49,8 +49,8 @@ var serverOnly = []struct {
 	{"/performance", "performance"},
 }
 
-// pebbleOption is the sandbox form's Pebble choice, with its attributes.
-var pebbleOption = regexp.MustCompile(`(<option value="pebble"[^>]*)>`)
+// pebbleOption is the sandbox form's Pebble choice's start tag, with its attributes.
+var pebbleOption = regexp.MustCompile(`<option value="pebble"[^>]*>`)
 
 // SitePages renders every page of the static site, in every language.
 // localServer is the address of a local statelab serve the server-only
@@ -84,7 +84,9 @@ func (srv *Server) SitePages(ctx context.Context, localServer string) ([]SitePag
 			}
 			if path == "/sandbox" {
 				// The browser build has no Pebble: the chooser says so.
-				html = pebbleOption.ReplaceAll(html, []byte(`${1} disabled>(`+template.HTMLEscapeString(t("site.pebble.option"))+`) `))
+				// A function, not a ${1} template: a translation with a $ would be expanded.
+				note := []byte(` disabled>(` + template.HTMLEscapeString(t("site.pebble.option")) + `) `)
+				html = pebbleOption.ReplaceAllFunc(html, func(tag []byte) []byte { return append(tag[:len(tag)-1:len(tag)-1], note...) })
 			}
 			out = append(out, SitePage{Path: langPath(lang.Code, path), HTML: siteHTML(html, lang.Code, langPath(lang.Code, path))})
 		}
